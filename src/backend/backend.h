@@ -1,0 +1,119 @@
+// The backend interface: buffers and the dozen ops the Gemma 4 forward pass is written against.
+// Activations are float32; weights stay in their stored dtype (f32, f16, bf16). Small integer
+// inputs (token ids, positions) are passed as host spans. A backend may run ops asynchronously;
+// Download waits for everything issued before it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "base/dtype.h"
+#include "base/status.h"
+#include "io/reader.h"
+
+namespace g4 {
+
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  size_t bytes() const { return bytes_; }
+
+ protected:
+  explicit Buffer(size_t bytes) : bytes_(bytes) {}
+  size_t bytes_;
+};
+
+// A stored matrix (rows x cols, row-major) or a stack of `count` of them (MoE experts).
+struct Weight {
+  const Buffer* buffer = nullptr;
+  DType dtype = DType::kBF16;
+  int64_t count = 1;
+  int64_t rows = 0;  // out features
+  int64_t cols = 0;  // in features
+  bool present() const { return buffer != nullptr; }
+};
+
+// A float32 region: `offset` elements into `buffer`.
+struct F32 {
+  Buffer* buffer = nullptr;
+  size_t offset = 0;
+  F32 At(size_t elements) const { return F32{buffer, offset + elements}; }
+};
+
+// Attention of `rows` new queries at positions start..start+rows-1 over a key/value cache ring
+// (slot = position % capacity, holding positions [start - cached, start)) and the new rows' own
+// keys and values. A query at position p sees positions p - window + 1 .. p (all when window = 0).
+struct AttentionShape {
+  int rows = 0;
+  int heads = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+  int window = 0;
+  int64_t start = 0;
+  int64_t cached = 0;
+  int64_t capacity = 0;
+};
+
+struct MoeShape {
+  int rows = 0;
+  int hidden = 0;
+  int experts = 0;
+  int top_k = 0;
+  int expert_width = 0;  // moe_intermediate_size
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string Name() const = 0;
+
+  // --- memory ---
+  // A zero-filled buffer for activations or caches.
+  virtual Result<std::unique_ptr<Buffer>> Allocate(size_t bytes) = 0;
+  // A buffer holding bytes [offset, offset + size) of `source` (weights). The CPU backend maps
+  // them in place when the source is memory; others copy in chunks. `source` must outlive it.
+  virtual Result<std::unique_ptr<Buffer>> LoadWeights(const Reader& source, uint64_t offset, uint64_t size) = 0;
+  virtual Status Upload(Buffer& dst, size_t offset_bytes, const void* src, size_t bytes) = 0;
+  virtual Status Download(const Buffer& src, size_t offset_bytes, void* dst, size_t bytes) = 0;
+
+  // --- ops ---
+  // out[r, :] = table[ids[r], :] * scale                            out: (rows, table.cols)
+  virtual void Embed(F32 out, const Weight& table, std::span<const int32_t> ids, float scale) = 0;
+  // out[r, :] = in[r, :] * (mean(in[r]^2) + eps)^-0.5 * weight      (rows, dim); weight may be absent
+  virtual void RmsNorm(F32 out, F32 in, const Weight& weight, int rows, int dim, float eps) = 0;
+  // out[r, o] = sum_i in[r, i] * w[o, i]                             in: (rows, w.cols), out: (rows, w.rows)
+  virtual void MatMul(F32 out, F32 in, const Weight& w, int rows) = 0;
+  // Rotate-half RoPE on x: (rows, heads, inv_freq.size() * 2), row r at positions[r].
+  virtual void Rope(F32 x, int rows, int heads, std::span<const float> inv_freq,
+                    std::span<const int64_t> positions) = 0;
+  // out: (rows, heads * head_dim); q: same; k_new, v_new: (rows, kv_heads * head_dim);
+  // k_cache, v_cache: (capacity, kv_heads * head_dim). Scale 1, softmax in float32.
+  virtual void Attention(F32 out, F32 q, F32 k_new, F32 v_new, F32 k_cache, F32 v_cache,
+                         const AttentionShape& shape) = 0;
+  // Writes rows 0..rows-1 (positions start..) into the cache ring; only the last `capacity` land.
+  virtual void CacheAppend(F32 k_cache, F32 v_cache, F32 k_new, F32 v_new, int rows, int row_size, int64_t start,
+                           int64_t capacity) = 0;
+  // out[r, c] = gelu_tanh(gate[r, c]) * up[r * up_stride + c]        (rows, cols)
+  virtual void GeluMul(F32 out, F32 gate, F32 up, int rows, int cols, int up_stride) = 0;
+  // out = a + b                                                      (count)
+  virtual void Add(F32 out, F32 a, F32 b, size_t count) = 0;
+  // x *= s                                                           (count)
+  virtual void Scale(F32 x, size_t count, float s) = 0;
+  // x = cap * tanh(x / cap)                                          (count)
+  virtual void Softcap(F32 x, size_t count, float cap) = 0;
+  // Router: p = softmax(proj(rmsnorm(x) * scale * hidden^-0.5)); top_k of p renormalised to sum 1,
+  // times per_expert_scale. x: (rows, hidden); indices, weights: (rows, top_k), indices as floats.
+  virtual void MoeRoute(F32 indices, F32 weights, F32 x, const Weight& scale, const Weight& proj,
+                        const Weight& per_expert_scale, const MoeShape& shape, float eps) = 0;
+  // out[r] = sum_j weights[r, j] * down_e(gelu(gate_e x) * up_e x), e = indices[r, j];
+  // gate_up: (experts, 2 * width, hidden), gate rows first; down: (experts, hidden, width).
+  virtual void MoeExperts(F32 out, F32 x, const Weight& gate_up, const Weight& down, F32 indices, F32 weights,
+                          const MoeShape& shape) = 0;
+};
+
+std::unique_ptr<Backend> MakeCpuBackend(int threads = 0);  // 0: all cores
+
+}  // namespace g4

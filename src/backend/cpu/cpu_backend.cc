@@ -1,0 +1,286 @@
+// The CPU reference backend: readable loops, float32 arithmetic, OpenMP over independent rows,
+// vectorised dot products (kernels.cc). Weights that are already in memory (mapped files) are
+// used in place.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "backend/backend.h"
+#include "backend/cpu/kernels.h"
+
+namespace g4 {
+namespace {
+
+class CpuBuffer final : public Buffer {
+ public:
+  // Owned, zero-filled memory; data() is null when the allocation failed.
+  explicit CpuBuffer(size_t bytes) : Buffer(bytes) {
+    owned_ = static_cast<uint8_t*>(std::calloc(bytes ? bytes : 1, 1));
+    data_ = owned_;
+  }
+  // A view of memory owned elsewhere (a mapped checkpoint file).
+  CpuBuffer(const uint8_t* external, size_t bytes) : Buffer(bytes), data_(const_cast<uint8_t*>(external)) {}
+  ~CpuBuffer() override { std::free(owned_); }
+  uint8_t* data() const { return data_; }
+
+ private:
+  uint8_t* owned_ = nullptr;
+  uint8_t* data_ = nullptr;
+};
+
+inline const uint8_t* Raw(const Buffer* b) { return static_cast<const CpuBuffer*>(b)->data(); }
+inline float* Ptr(F32 t) { return reinterpret_cast<float*>(static_cast<CpuBuffer*>(t.buffer)->data()) + t.offset; }
+inline const void* WeightData(const Weight& w, int64_t index = 0) {
+  return Raw(w.buffer) + static_cast<size_t>(index * w.rows * w.cols) * DTypeSize(w.dtype);
+}
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads) {
+#ifdef _OPENMP
+    if (threads > 0) omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
+  }
+  std::string Name() const override { return "cpu"; }
+
+  Result<std::unique_ptr<Buffer>> Allocate(size_t bytes) override {
+    auto b = std::make_unique<CpuBuffer>(bytes);
+    if (!b->data()) return ResourceExhausted("cpu: cannot allocate " + std::to_string(bytes) + " bytes");
+    return std::unique_ptr<Buffer>(std::move(b));
+  }
+
+  Result<std::unique_ptr<Buffer>> LoadWeights(const Reader& source, uint64_t offset, uint64_t size) override {
+    if (offset > source.Size() || size > source.Size() - offset) {
+      return OutOfRange(source.Name() + ": weight range outside the file");
+    }
+    if (const uint8_t* base = source.Data()) {
+      return std::unique_ptr<Buffer>(std::make_unique<CpuBuffer>(base + offset, size));
+    }
+    auto b = std::make_unique<CpuBuffer>(size);
+    if (!b->data()) return ResourceExhausted("cpu: cannot allocate " + std::to_string(size) + " bytes of weights");
+    G4_RETURN_IF_ERROR(source.Read(offset, size, b->data()));
+    return std::unique_ptr<Buffer>(std::move(b));
+  }
+
+  Status Upload(Buffer& dst, size_t offset, const void* src, size_t bytes) override {
+    if (offset > dst.bytes() || bytes > dst.bytes() - offset) return OutOfRange("cpu: upload past the buffer");
+    std::memcpy(static_cast<CpuBuffer&>(dst).data() + offset, src, bytes);
+    return Status::Ok();
+  }
+
+  Status Download(const Buffer& src, size_t offset, void* dst, size_t bytes) override {
+    if (offset > src.bytes() || bytes > src.bytes() - offset) return OutOfRange("cpu: download past the buffer");
+    std::memcpy(dst, static_cast<const CpuBuffer&>(src).data() + offset, bytes);
+    return Status::Ok();
+  }
+
+  void Embed(F32 out, const Weight& table, std::span<const int32_t> ids, float scale) override {
+    float* o = Ptr(out);
+    const int64_t cols = table.cols;
+    for (size_t r = 0; r < ids.size(); ++r) {
+      const void* row = static_cast<const uint8_t*>(WeightData(table)) +
+                        static_cast<size_t>(ids[r]) * cols * DTypeSize(table.dtype);
+      for (int64_t c = 0; c < cols; ++c) o[r * cols + c] = cpu::LoadElement(row, table.dtype, c) * scale;
+    }
+  }
+
+  void RmsNorm(F32 out, F32 in, const Weight& weight, int rows, int dim, float eps) override {
+    const float* x = Ptr(in);
+    float* y = Ptr(out);
+    const void* w = weight.present() ? WeightData(weight) : nullptr;
+#pragma omp parallel for schedule(static) if (rows * dim > 65536)
+    for (int r = 0; r < rows; ++r) {
+      const float* xr = x + static_cast<size_t>(r) * dim;
+      float* yr = y + static_cast<size_t>(r) * dim;
+      float ss = 0.0f;
+      for (int i = 0; i < dim; ++i) ss += xr[i] * xr[i];
+      const float inv = 1.0f / std::sqrt(ss / static_cast<float>(dim) + eps);
+      for (int i = 0; i < dim; ++i) yr[i] = xr[i] * inv * (w ? cpu::LoadElement(w, weight.dtype, i) : 1.0f);
+    }
+  }
+
+  void MatMul(F32 out, F32 in, const Weight& w, int rows) override {
+    cpu::MatMul(Ptr(in), rows, w.cols, WeightData(w), w.dtype, w.rows, w.cols, Ptr(out), w.rows);
+  }
+
+  void Rope(F32 x, int rows, int heads, std::span<const float> inv_freq, std::span<const int64_t> positions) override {
+    float* p = Ptr(x);
+    const int half = static_cast<int>(inv_freq.size());
+    const int head_dim = 2 * half;
+    for (int r = 0; r < rows; ++r) {
+      const float pos = static_cast<float>(positions[r]);
+      for (int i = 0; i < half; ++i) {
+        const float angle = inv_freq[i] * pos;
+        const float c = std::cos(angle), s = std::sin(angle);
+        for (int h = 0; h < heads; ++h) {
+          float* v = p + (static_cast<size_t>(r) * heads + h) * head_dim;
+          const float a = v[i], b = v[i + half];
+          v[i] = a * c - b * s;
+          v[i + half] = b * c + a * s;
+        }
+      }
+    }
+  }
+
+  void Attention(F32 out, F32 q, F32 k_new, F32 v_new, F32 k_cache, F32 v_cache, const AttentionShape& s) override {
+    const float *qp = Ptr(q), *kn = Ptr(k_new), *vn = Ptr(v_new), *kc = Ptr(k_cache), *vc = Ptr(v_cache);
+    float* op = Ptr(out);
+    const int d = s.head_dim, group = s.heads / s.kv_heads;
+    const size_t q_row = static_cast<size_t>(s.heads) * d, kv_row = static_cast<size_t>(s.kv_heads) * d;
+#pragma omp parallel
+    {
+      std::vector<float> scores;
+#pragma omp for schedule(static) collapse(2)
+      for (int r = 0; r < s.rows; ++r) {
+        for (int h = 0; h < s.heads; ++h) {
+          const int64_t pos = s.start + r;
+          int64_t lo = s.start - s.cached;
+          if (s.window > 0) lo = std::max(lo, pos - s.window + 1);
+          lo = std::max<int64_t>(lo, 0);
+          const int kvh = h / group;
+          const float* qv = qp + r * q_row + static_cast<size_t>(h) * d;
+          auto key = [&](int64_t p) {
+            return p < s.start ? kc + static_cast<size_t>(p % s.capacity) * kv_row + kvh * d
+                               : kn + static_cast<size_t>(p - s.start) * kv_row + kvh * d;
+          };
+          auto value = [&](int64_t p) {
+            return p < s.start ? vc + static_cast<size_t>(p % s.capacity) * kv_row + kvh * d
+                               : vn + static_cast<size_t>(p - s.start) * kv_row + kvh * d;
+          };
+          const int64_t n = pos - lo + 1;
+          scores.resize(n);
+          float mx = -std::numeric_limits<float>::infinity();
+          for (int64_t j = 0; j < n; ++j) {
+            scores[j] = cpu::Dot(qv, key(lo + j), DType::kF32, d);
+            mx = std::max(mx, scores[j]);
+          }
+          float sum = 0.0f;
+          for (int64_t j = 0; j < n; ++j) {
+            scores[j] = std::exp(scores[j] - mx);
+            sum += scores[j];
+          }
+          float* o = op + r * q_row + static_cast<size_t>(h) * d;
+          std::fill(o, o + d, 0.0f);
+          for (int64_t j = 0; j < n; ++j) {
+            const float pj = scores[j] / sum;
+            const float* v = value(lo + j);
+            for (int i = 0; i < d; ++i) o[i] += pj * v[i];
+          }
+        }
+      }
+    }
+  }
+
+  void CacheAppend(F32 k_cache, F32 v_cache, F32 k_new, F32 v_new, int rows, int row_size, int64_t start,
+                   int64_t capacity) override {
+    float *kc = Ptr(k_cache), *vc = Ptr(v_cache);
+    const float *kn = Ptr(k_new), *vn = Ptr(v_new);
+    const int first = rows > capacity ? rows - static_cast<int>(capacity) : 0;
+    for (int r = first; r < rows; ++r) {
+      const size_t slot = static_cast<size_t>((start + r) % capacity);
+      std::memcpy(kc + slot * row_size, kn + static_cast<size_t>(r) * row_size, row_size * sizeof(float));
+      std::memcpy(vc + slot * row_size, vn + static_cast<size_t>(r) * row_size, row_size * sizeof(float));
+    }
+  }
+
+  void GeluMul(F32 out, F32 gate, F32 up, int rows, int cols, int up_stride) override {
+    float* o = Ptr(out);
+    const float *g = Ptr(gate), *u = Ptr(up);
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < cols; ++c) {
+        o[static_cast<size_t>(r) * cols + c] =
+            cpu::GeluTanh(g[static_cast<size_t>(r) * cols + c]) * u[static_cast<size_t>(r) * up_stride + c];
+      }
+    }
+  }
+
+  void Add(F32 out, F32 a, F32 b, size_t count) override {
+    float* o = Ptr(out);
+    const float *x = Ptr(a), *y = Ptr(b);
+    for (size_t i = 0; i < count; ++i) o[i] = x[i] + y[i];
+  }
+
+  void Scale(F32 x, size_t count, float s) override {
+    float* p = Ptr(x);
+    for (size_t i = 0; i < count; ++i) p[i] *= s;
+  }
+
+  void Softcap(F32 x, size_t count, float cap) override {
+    float* p = Ptr(x);
+    for (size_t i = 0; i < count; ++i) p[i] = std::tanh(p[i] / cap) * cap;
+  }
+
+  void MoeRoute(F32 indices, F32 weights, F32 x, const Weight& scale, const Weight& proj,
+                const Weight& per_expert_scale, const MoeShape& s, float eps) override {
+    const float* xp = Ptr(x);
+    float *ip = Ptr(indices), *wp = Ptr(weights);
+    const float root = 1.0f / std::sqrt(static_cast<float>(s.hidden));
+    std::vector<float> r(s.hidden), probs(s.experts);
+    std::vector<int> order(s.experts);
+    for (int row = 0; row < s.rows; ++row) {
+      const float* xr = xp + static_cast<size_t>(row) * s.hidden;
+      float ss = 0.0f;
+      for (int i = 0; i < s.hidden; ++i) ss += xr[i] * xr[i];
+      const float inv = 1.0f / std::sqrt(ss / static_cast<float>(s.hidden) + eps);
+      for (int i = 0; i < s.hidden; ++i) {
+        r[i] = xr[i] * inv * cpu::LoadElement(WeightData(scale), scale.dtype, i) * root;
+      }
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int e = 0; e < s.experts; ++e) {
+        const void* we = static_cast<const uint8_t*>(WeightData(proj)) + static_cast<size_t>(e) * s.hidden * DTypeSize(proj.dtype);
+        probs[e] = cpu::Dot(r.data(), we, proj.dtype, s.hidden);
+        mx = std::max(mx, probs[e]);
+      }
+      float sum = 0.0f;
+      for (int e = 0; e < s.experts; ++e) sum += (probs[e] = std::exp(probs[e] - mx));
+      for (int e = 0; e < s.experts; ++e) probs[e] /= sum;
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return probs[a] > probs[b]; });
+      float top_sum = 0.0f;
+      for (int j = 0; j < s.top_k; ++j) top_sum += probs[order[j]];
+      for (int j = 0; j < s.top_k; ++j) {
+        const int e = order[j];
+        ip[row * s.top_k + j] = static_cast<float>(e);
+        wp[row * s.top_k + j] =
+            probs[e] / top_sum * cpu::LoadElement(WeightData(per_expert_scale), per_expert_scale.dtype, e);
+      }
+    }
+  }
+
+  void MoeExperts(F32 out, F32 x, const Weight& gate_up, const Weight& down, F32 indices, F32 weights,
+                  const MoeShape& s) override {
+    const float *xp = Ptr(x), *ip = Ptr(indices), *wp = Ptr(weights);
+    float* op = Ptr(out);
+    const int width = s.expert_width;
+    std::vector<float> gu(2 * width), act(width), y(s.hidden);
+    for (int row = 0; row < s.rows; ++row) {
+      float* orow = op + static_cast<size_t>(row) * s.hidden;
+      std::fill(orow, orow + s.hidden, 0.0f);
+      for (int j = 0; j < s.top_k; ++j) {
+        const int e = static_cast<int>(ip[row * s.top_k + j]);
+        cpu::MatMul(xp + static_cast<size_t>(row) * s.hidden, 1, s.hidden, WeightData(gate_up, e), gate_up.dtype,
+                    2 * width, s.hidden, gu.data(), 2 * width);
+        for (int i = 0; i < width; ++i) act[i] = cpu::GeluTanh(gu[i]) * gu[width + i];
+        cpu::MatMul(act.data(), 1, width, WeightData(down, e), down.dtype, s.hidden, width, y.data(), s.hidden);
+        const float w = wp[row * s.top_k + j];
+        for (int i = 0; i < s.hidden; ++i) orow[i] += w * y[i];
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> MakeCpuBackend(int threads) { return std::make_unique<CpuBackend>(threads); }
+
+}  // namespace g4

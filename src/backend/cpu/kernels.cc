@@ -1,0 +1,128 @@
+#include "backend/cpu/kernels.h"
+
+#include <cmath>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define G4_AVX2 1
+#endif
+
+namespace g4::cpu {
+namespace {
+
+inline float ScalarElement(const void* w, DType t, int64_t i) {
+  switch (t) {
+    case DType::kF32: return static_cast<const float*>(w)[i];
+    case DType::kBF16: return Bf16ToF32(static_cast<const uint16_t*>(w)[i]);
+    case DType::kF16: return F16ToF32(static_cast<const uint16_t*>(w)[i]);
+    default: return 0.0f;
+  }
+}
+
+#ifdef G4_AVX2
+inline __m256 Load8(const void* w, DType t, int64_t i) {
+  switch (t) {
+    case DType::kBF16: {
+      __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + i));
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+#ifdef __F16C__
+    case DType::kF16: {
+      __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + i));
+      return _mm256_cvtph_ps(h);
+    }
+#endif
+    case DType::kF32: return _mm256_loadu_ps(static_cast<const float*>(w) + i);
+    default: {
+      alignas(32) float tmp[8];
+      for (int k = 0; k < 8; ++k) tmp[k] = ScalarElement(w, t, i + k);
+      return _mm256_load_ps(tmp);
+    }
+  }
+}
+
+inline float HSum(__m256 v) {
+  __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+  lo = _mm_add_ps(lo, hi);
+  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+  lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
+  return _mm_cvtss_f32(lo);
+}
+#endif
+
+}  // namespace
+
+float LoadElement(const void* w, DType t, int64_t i) { return ScalarElement(w, t, i); }
+
+float GeluTanh(float x) {
+  const float kAlpha = 0.7978845608028654f;  // sqrt(2 / pi)
+  return 0.5f * x * (1.0f + std::tanh(kAlpha * (x + 0.044715f * x * x * x)));
+}
+
+float Dot(const float* x, const void* w, DType t, int64_t n) {
+  int64_t i = 0;
+  float sum = 0.0f;
+#ifdef G4_AVX2
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  for (; i + 16 <= n; i += 16) {
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), Load8(w, t, i), a0);
+    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), Load8(w, t, i + 8), a1);
+  }
+  for (; i + 8 <= n; i += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), Load8(w, t, i), a0);
+  sum = HSum(_mm256_add_ps(a0, a1));
+#else
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) acc[k] += x[i + k] * ScalarElement(w, t, i + k);
+  }
+  for (int k = 0; k < 8; ++k) sum += acc[k];
+#endif
+  for (; i < n; ++i) sum += x[i] * ScalarElement(w, t, i);
+  return sum;
+}
+
+void Dot4(const float* x, size_t xs, const void* w, DType t, int64_t n, float* out) {
+  int64_t i = 0;
+  float s[4] = {0, 0, 0, 0};
+#ifdef G4_AVX2
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) {
+    const __m256 wv = Load8(w, t, i);
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), wv, a0);
+    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + xs + i), wv, a1);
+    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 2 * xs + i), wv, a2);
+    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 3 * xs + i), wv, a3);
+  }
+  s[0] = HSum(a0);
+  s[1] = HSum(a1);
+  s[2] = HSum(a2);
+  s[3] = HSum(a3);
+#endif
+  for (; i < n; ++i) {
+    const float wv = ScalarElement(w, t, i);
+    for (int r = 0; r < 4; ++r) s[r] += x[r * xs + i] * wv;
+  }
+  for (int r = 0; r < 4; ++r) out[r] = s[r];
+}
+
+void MatMul(const float* x, int rows, size_t xs, const void* w, DType t, int64_t out_features, int64_t in_features,
+            float* out, size_t os) {
+  const size_t row_bytes = static_cast<size_t>(in_features) * DTypeSize(t);
+  constexpr int kRowBlock = 32;  // input rows kept hot in cache while a block of weights streams by
+  for (int r0 = 0; r0 < rows; r0 += kRowBlock) {
+    const int r1 = rows < r0 + kRowBlock ? rows : r0 + kRowBlock;
+#pragma omp parallel for schedule(static) if (out_features * in_features > 32768)
+    for (int64_t o = 0; o < out_features; ++o) {
+      const void* wr = static_cast<const uint8_t*>(w) + o * row_bytes;
+      int r = r0;
+      for (; r + 4 <= r1; r += 4) {
+        float s[4];
+        Dot4(x + r * xs, xs, wr, t, in_features, s);
+        for (int k = 0; k < 4; ++k) out[(r + k) * os + o] = s[k];
+      }
+      for (; r < r1; ++r) out[r * os + o] = Dot(x + r * xs, wr, t, in_features);
+    }
+  }
+}
+
+}  // namespace g4::cpu

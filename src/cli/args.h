@@ -1,0 +1,31 @@
+// A small flag parser for the CLI: --name value pairs and boolean --switches, with clear errors
+// for unknown flags, missing values and malformed numbers.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace g4::cli {
+
+class Args {
+ public:
+  // `value_flags` take a value; `switch_flags` do not. Anything else is an error.
+  static Result<Args> Parse(const std::vector<std::string>& argv, const std::set<std::string>& value_flags,
+                            const std::set<std::string>& switch_flags);
+
+  bool Has(const std::string& flag) const { return values_.count(flag) || switches_.count(flag); }
+  std::string Get(const std::string& flag, const std::string& fallback = "") const;
+  Result<long long> GetInt(const std::string& flag, long long fallback, long long min, long long max) const;
+  Result<double> GetDouble(const std::string& flag, double fallback) const;
+  Result<std::vector<int>> GetIntList(const std::string& flag) const;  // "2,105,7"
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::set<std::string> switches_;
+};
+
+}  // namespace g4::cli

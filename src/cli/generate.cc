@@ -1,0 +1,128 @@
+// gemma4 generate / gemma4 inspect.
+#include <cstdio>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "model/model.h"
+#include "session/generator.h"
+
+namespace g4::cli {
+namespace {
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "gemma4: %s\n", s.message().c_str());
+  return 1;
+}
+
+Result<std::unique_ptr<Backend>> MakeBackend(const Args& a) {
+  const std::string name = a.Get("backend", "cpu");
+  G4_ASSIGN_OR_RETURN(long long threads, a.GetInt("threads", 0, 0, 1024));
+  if (name == "cpu") return MakeCpuBackend(static_cast<int>(threads));
+  return InvalidArgument("--backend: '" + name + "' is not available in this build (cpu)");
+}
+
+}  // namespace
+
+int RunGenerate(const std::vector<std::string>& argv) {
+  auto parsed = Args::Parse(argv,
+                            {"model", "prompt-ids", "prompt", "max-new-tokens", "temperature", "top-k", "top-p",
+                             "seed", "backend", "top-logits", "threads", "tokenizer"},
+                            {"json", "chat"});
+  if (!parsed.ok()) return Fail(parsed.status());
+  const Args& a = *parsed;
+  if (!a.Has("model")) return Fail(InvalidArgument("generate: --model DIR is required"));
+  if (a.Has("prompt") == a.Has("prompt-ids")) {
+    return Fail(InvalidArgument("generate: give exactly one of --prompt-ids and --prompt"));
+  }
+  if (a.Has("prompt") || a.Has("chat") || a.Has("tokenizer")) {
+    return Fail(Unimplemented("generate: --prompt, --chat and --tokenizer need the tokenizer, which this build does "
+                              "not include yet; pass token ids with --prompt-ids"));
+  }
+  auto ids = a.GetIntList("prompt-ids");
+  auto max_new = a.GetInt("max-new-tokens", 32, 0, 1 << 20);
+  auto temperature = a.GetDouble("temperature", 0.0);
+  auto top_k = a.GetInt("top-k", 0, 0, 1 << 30);
+  auto top_p = a.GetDouble("top-p", 1.0);
+  auto seed = a.GetInt("seed", 0, 0, (1ll << 62));
+  auto top_logits = a.GetInt("top-logits", 0, 0, 1 << 20);
+  for (const Status* s : {&ids.status(), &max_new.status(), &temperature.status(), &top_k.status(),
+                          &top_p.status(), &seed.status(), &top_logits.status()}) {
+    if (!s->ok()) return Fail(*s);
+  }
+  auto backend = MakeBackend(a);
+  if (!backend.ok()) return Fail(backend.status());
+  auto model = Model::Load(a.Get("model"), **backend);
+  if (!model.ok()) return Fail(model.status());
+
+  GenerateOptions opt;
+  opt.max_new_tokens = static_cast<int>(*max_new);
+  opt.sampler.temperature = static_cast<float>(*temperature);
+  opt.sampler.top_k = static_cast<int>(*top_k);
+  opt.sampler.top_p = static_cast<float>(*top_p);
+  opt.sampler.seed = static_cast<uint64_t>(*seed);
+  opt.top_logits = static_cast<int>(*top_logits);
+  std::vector<int32_t> prompt(ids->begin(), ids->end());
+  const bool json_out = a.Has("json");
+  auto result = Generate(**model, prompt, opt, [&](int token) {
+    if (!json_out) {
+      std::printf("%d\n", token);
+      std::fflush(stdout);
+    }
+  });
+  if (!result.ok()) return Fail(result.status());
+  const GenerationStats& st = result->stats;
+  if (json_out) {
+    nlohmann::json top = nlohmann::json::array();
+    for (const auto& row : result->top_logits) {
+      nlohmann::json r = nlohmann::json::array();
+      for (const auto& [id, logit] : row) r.push_back({id, logit});
+      top.push_back(r);
+    }
+    nlohmann::json j = {
+        {"tokens", result->tokens},
+        {"stop_reason", result->stop_reason},
+        {"top_logits", top},
+        {"stats",
+         {{"prompt_tokens", st.prompt_tokens},
+          {"generated_tokens", st.generated_tokens},
+          {"prefill_ms", st.prefill_us / 1000.0},
+          {"decode_ms", st.decode_us / 1000.0},
+          {"prefill_tokens_per_s", st.prefill_tokens_per_s()},
+          {"decode_tokens_per_s", st.decode_tokens_per_s()},
+          {"backend", (*backend)->Name()}}}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::fprintf(stderr, "stop: %s; prompt %d tokens, prefill %.1f ms (%.1f tok/s); %d generated, decode %.1f ms (%.1f tok/s)\n",
+                 result->stop_reason.c_str(), st.prompt_tokens, st.prefill_us / 1000.0, st.prefill_tokens_per_s(),
+                 st.generated_tokens, st.decode_us / 1000.0, st.decode_tokens_per_s());
+  }
+  return 0;
+}
+
+int RunInspect(const std::vector<std::string>& argv) {
+  auto parsed = Args::Parse(argv, {"model"}, {});
+  if (!parsed.ok()) return Fail(parsed.status());
+  if (!parsed->Has("model")) return Fail(InvalidArgument("inspect: --model DIR is required"));
+  auto backend = MakeCpuBackend();
+  auto model = Model::Load(parsed->Get("model"), *backend);
+  if (!model.ok()) return Fail(model.status());
+  const ModelConfig& c = (*model)->config();
+  const LoadReport& r = (*model)->load_report();
+  std::printf("%s", c.Describe().c_str());
+  std::printf("tensors: %d used, %d of other towers skipped, %zu unused\n", r.used_tensors, r.skipped_tensors,
+              r.unused_tensors.size());
+  uint64_t total = 0;
+  for (const auto& [dtype, bytes] : r.bytes_by_dtype) {
+    std::printf("weights %s: %llu bytes\n", dtype.c_str(), static_cast<unsigned long long>(bytes));
+    total += bytes;
+  }
+  std::printf("weights total: %llu bytes\n", static_cast<unsigned long long>(total));
+  std::printf("kv cache per token: %zu bytes (f32, %d of %d layers own a cache)\n", c.KvBytesPerPosition(),
+              c.num_layers - c.num_kv_shared_layers, c.num_layers);
+  return 0;
+}
+
+}  // namespace g4::cli

@@ -1,0 +1,38 @@
+// gemma4: the native command line.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: gemma4 COMMAND [flags]\n"
+    "  generate --model DIR (--prompt-ids 2,105,... | --prompt TEXT) [--max-new-tokens N]\n"
+    "           [--temperature T] [--top-k K] [--top-p P] [--seed S] [--backend cpu] [--threads N]\n"
+    "           [--top-logits K] [--json]\n"
+    "  inspect  --model DIR\n"
+    "  bench    --model DIR [--prompt-tokens N] [--decode-tokens N] [--threads N] [--bandwidth-mib N]\n"
+    "  synth    --shape e2b --out DIR [--layers N] [--seed S]   (random weights of a real shape)\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (cmd == "generate") return g4::cli::RunGenerate(args);
+  if (cmd == "inspect") return g4::cli::RunInspect(args);
+  if (cmd == "bench") return g4::cli::RunBench(args);
+  if (cmd == "synth") return g4::cli::RunSynth(args);
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "gemma4: unknown command '%s'\n%s", cmd.c_str(), kUsage);
+  return 2;
+}

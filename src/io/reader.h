@@ -1,0 +1,38 @@
+// Byte sources for checkpoints: a mapped file, a memory block, or chunks handed in by a host.
+// Everything that reads weights goes through Reader, so the same loader serves native files,
+// memory and streamed data.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace g4 {
+
+class Reader {
+ public:
+  virtual ~Reader() = default;
+  virtual uint64_t Size() const = 0;
+  // Copies [offset, offset + size) into dst; an error if the range is outside the source.
+  virtual Status Read(uint64_t offset, uint64_t size, void* dst) const = 0;
+  // The whole source as one block of memory when it is one (mapped file, memory), else null.
+  virtual const uint8_t* Data() const { return nullptr; }
+  // What to call this source in error messages (a file path, "memory", ...).
+  virtual const std::string& Name() const = 0;
+};
+
+// A read-only memory map of a file (native builds); falls back to reading on demand.
+Result<std::unique_ptr<Reader>> OpenFileReader(const std::string& path);
+
+// A copy of bytes held in memory.
+std::unique_ptr<Reader> MakeMemoryReader(std::vector<uint8_t> bytes, std::string name);
+
+Result<std::string> ReadTextFile(const std::string& path);
+bool FileExists(const std::string& path);
+std::string JoinPath(const std::string& dir, const std::string& name);
+
+}  // namespace g4

@@ -1,0 +1,80 @@
+// A loaded Gemma 4 text decoder and its forward pass, written once against the Backend interface.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "io/checkpoint.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace g4 {
+
+// The K/V cache of one sequence. Only layers that compute their own K/V own a cache; sliding
+// layers keep a ring of the last window - 1 (+ reserve) positions, full layers every position.
+// Layout per owning layer: k, v: (capacity, kv_heads * head_dim) float32, slot = position % capacity.
+class KvCache {
+ public:
+  struct Layer {
+    std::unique_ptr<Buffer> k;  // (capacity, kv_heads * head_dim)
+    std::unique_ptr<Buffer> v;  // (capacity, kv_heads * head_dim)
+    int64_t capacity = 0;
+    int row = 0;                // kv_heads * head_dim
+  };
+  int64_t length() const { return length_; }          // positions held (0..length-1 were run)
+  int64_t max_positions() const { return max_positions_; }
+  size_t bytes() const;
+  void Clear() { length_ = 0; }
+
+ private:
+  friend class Model;
+  int64_t length_ = 0;
+  int64_t max_positions_ = 0;
+  std::vector<Layer> layers_;  // by layer index; empty entries for KV-shared layers
+};
+
+class Model {
+ public:
+  // Reads DIR/config.json (+ generation_config.json) and the safetensors files.
+  static Result<std::unique_ptr<Model>> Load(const std::string& dir, Backend& backend);
+  static Result<std::unique_ptr<Model>> Load(ModelConfig config, std::unique_ptr<Checkpoint> ckpt, Backend& backend);
+
+  const ModelConfig& config() const { return config_; }
+  const LoadReport& load_report() const { return report_; }
+  const ModelWeights& weights() const { return weights_; }
+  // Bytes of weights one decoded token reads: every matrix once (the tied embedding as the LM
+  // head), one row of the per-layer embedding table, top_k of the experts.
+  uint64_t WeightBytesPerToken() const;
+  Backend& backend() { return backend_; }
+
+  // A cache for up to `max_positions` positions; `reserve` extra sliding slots let a caller run
+  // that many positions past a point it may roll back to.
+  Result<std::unique_ptr<KvCache>> NewCache(int64_t max_positions, int reserve = 0);
+
+  // Runs `tokens` at positions cache.length().. as one batch, appends their K/V to the cache and
+  // writes the final (softcapped) logits of the last `logit_rows` rows, (logit_rows, vocab),
+  // into `logits` (logit_rows 0: none).
+  Status Forward(std::span<const int32_t> tokens, KvCache& cache, int logit_rows, std::vector<float>* logits);
+
+ private:
+  Model(ModelConfig config, std::unique_ptr<Checkpoint> ckpt, Backend& backend)
+      : config_(std::move(config)), ckpt_(std::move(ckpt)), backend_(backend) {}
+  Status EnsureScratch(int rows);
+  F32 Scratch(int index) { return F32{scratch_[index].get(), 0}; }
+
+  ModelConfig config_;
+  std::unique_ptr<Checkpoint> ckpt_;  // keeps mapped weight memory alive
+  Backend& backend_;
+  ModelWeights weights_;
+  std::vector<std::unique_ptr<Buffer>> weight_buffers_;
+  LoadReport report_;
+  // Per-forward scratch, sized for scratch_rows_ rows.
+  int scratch_rows_ = 0;
+  std::vector<std::unique_ptr<Buffer>> scratch_;
+  std::vector<std::unique_ptr<Buffer>> layer_k_, layer_v_;  // (rows, kv_heads * head_dim) per owning layer
+};
+
+}  // namespace g4

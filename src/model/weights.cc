@@ -1,0 +1,171 @@
+#include "model/weights.h"
+
+#include <cstring>
+#include <set>
+
+namespace g4 {
+namespace {
+
+bool IsOtherTower(const std::string& name) {
+  static const char* kPrefixes[] = {"model.vision_tower.", "model.audio_tower.", "model.embed_vision.",
+                                    "model.embed_audio.", "vision_tower.", "audio_tower.",
+                                    "multi_modal_projector."};
+  for (const char* p : kPrefixes) {
+    if (name.rfind(p, 0) == 0) return true;
+  }
+  return false;
+}
+
+std::string ShapeText(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+std::vector<WeightSpec> ListWeights(const ModelConfig& c, ModelWeights* w) {
+  std::vector<WeightSpec> specs;
+  const int64_t H = c.hidden;
+  auto add = [&](std::string name, std::vector<int64_t> shape, Weight* slot) {
+    specs.push_back(WeightSpec{std::move(name), std::move(shape), slot});
+  };
+  w->layers.assign(c.num_layers, LayerWeights{});
+  add("embed_tokens.weight", {c.vocab, H}, &w->embed);
+  add("norm.weight", {H}, &w->final_norm);
+  if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab, H}, &w->lm_head);
+  if (c.ple_dim) {
+    add("embed_tokens_per_layer.weight", {c.ple_vocab, int64_t{c.num_layers} * c.ple_dim}, &w->ple_embed);
+    add("per_layer_model_projection.weight", {int64_t{c.num_layers} * c.ple_dim, H}, &w->ple_model_projection);
+    add("per_layer_projection_norm.weight", {c.ple_dim}, &w->ple_projection_norm);
+  }
+  for (int i = 0; i < c.num_layers; ++i) {
+    const LayerConfig& l = c.layers[i];
+    LayerWeights& lw = w->layers[i];
+    const std::string p = "layers." + std::to_string(i) + ".";
+    const int64_t q = int64_t{l.heads} * l.head_dim, kv = int64_t{l.kv_heads} * l.head_dim;
+    add(p + "input_layernorm.weight", {H}, &lw.input_norm);
+    add(p + "self_attn.q_proj.weight", {q, H}, &lw.q_proj);
+    add(p + "self_attn.q_norm.weight", {l.head_dim}, &lw.q_norm);
+    if (!l.kv_shared) {
+      add(p + "self_attn.k_proj.weight", {kv, H}, &lw.k_proj);
+      if (!l.k_eq_v) add(p + "self_attn.v_proj.weight", {kv, H}, &lw.v_proj);
+      add(p + "self_attn.k_norm.weight", {l.head_dim}, &lw.k_norm);
+    }
+    add(p + "self_attn.o_proj.weight", {H, q}, &lw.o_proj);
+    add(p + "post_attention_layernorm.weight", {H}, &lw.post_attn_norm);
+    add(p + "pre_feedforward_layernorm.weight", {H}, &lw.pre_ff_norm);
+    add(p + "mlp.gate_proj.weight", {l.intermediate, H}, &lw.gate_proj);
+    add(p + "mlp.up_proj.weight", {l.intermediate, H}, &lw.up_proj);
+    add(p + "mlp.down_proj.weight", {H, l.intermediate}, &lw.down_proj);
+    add(p + "post_feedforward_layernorm.weight", {H}, &lw.post_ff_norm);
+    if (c.moe) {
+      add(p + "router.scale", {H}, &lw.router_scale);
+      add(p + "router.proj.weight", {c.num_experts, H}, &lw.router_proj);
+      add(p + "router.per_expert_scale", {c.num_experts}, &lw.per_expert_scale);
+      add(p + "experts.gate_up_proj", {c.num_experts, 2 * int64_t{c.moe_intermediate}, H}, &lw.experts_gate_up);
+      add(p + "experts.down_proj", {c.num_experts, H, c.moe_intermediate}, &lw.experts_down);
+      add(p + "post_feedforward_layernorm_1.weight", {H}, &lw.post_ff_norm_1);
+      add(p + "pre_feedforward_layernorm_2.weight", {H}, &lw.pre_ff_norm_2);
+      add(p + "post_feedforward_layernorm_2.weight", {H}, &lw.post_ff_norm_2);
+    }
+    if (c.ple_dim) {
+      add(p + "per_layer_input_gate.weight", {c.ple_dim, H}, &lw.ple_gate);
+      add(p + "per_layer_projection.weight", {H, c.ple_dim}, &lw.ple_proj);
+      add(p + "post_per_layer_input_norm.weight", {H}, &lw.post_ple_norm);
+    }
+    add(p + "layer_scalar", {1}, &lw.layer_scalar);
+  }
+  return specs;
+}
+
+Status LoadWeights(const ModelConfig& config, const Checkpoint& ckpt, Backend& backend, ModelWeights* weights,
+                   std::vector<std::unique_ptr<Buffer>>* buffers, LoadReport* report) {
+  const std::string where = ckpt.dir().empty() ? std::string("checkpoint") : ckpt.dir();
+  // The text model's prefix: the container's, else the text layout's, else none.
+  std::string prefix;
+  for (const char* candidate : {"model.language_model.", "model."}) {
+    if (ckpt.Find(std::string(candidate) + "embed_tokens.weight")) {
+      prefix = candidate;
+      break;
+    }
+  }
+  if (prefix.empty() && !ckpt.Find("embed_tokens.weight")) {
+    return NotFound(where + ": tensor model.embed_tokens.weight (or model.language_model.embed_tokens.weight) is missing");
+  }
+  report->prefix = prefix;
+
+  ModelWeights staged;
+  std::vector<WeightSpec> specs = ListWeights(config, &staged);
+  struct Planned {
+    const WeightSpec* spec;
+    const CheckpointTensor* tensor;
+  };
+  std::vector<Planned> plan;
+  std::set<std::string> used;
+  // Validate everything first.
+  for (const WeightSpec& spec : specs) {
+    const std::string name = prefix + spec.name;
+    const CheckpointTensor* t = ckpt.Find(name);
+    if (!t) return NotFound(where + ": tensor " + name + " is missing");
+    const std::string file = ckpt.file(t->file).Name();
+    if (t->info.dtype != DType::kF32 && t->info.dtype != DType::kF16 && t->info.dtype != DType::kBF16) {
+      return InvalidArgument(file + ": tensor " + name + " has dtype " + DTypeName(t->info.dtype) +
+                             "; expected F32, F16 or BF16");
+    }
+    if (t->info.shape != spec.shape) {
+      return InvalidArgument(file + ": tensor " + name + " has shape " + t->info.ShapeString() + "; the config implies " +
+                             ShapeText(spec.shape));
+    }
+    plan.push_back(Planned{&spec, t});
+    used.insert(name);
+  }
+  // Then allocate and load; `loaded` is released on any error.
+  std::vector<std::unique_ptr<Buffer>> loaded;
+  std::map<std::string, uint64_t> by_dtype;
+  for (const Planned& p : plan) {
+    const Reader& file = ckpt.file(p.tensor->file);
+    auto buf = backend.LoadWeights(file, p.tensor->info.offset, p.tensor->info.bytes);
+    if (!buf.ok()) return buf.status().WithContext(file.Name() + ": tensor " + prefix + p.spec->name);
+    Weight& w = *p.spec->slot;
+    w.buffer = buf->get();
+    w.dtype = p.tensor->info.dtype;
+    const auto& s = p.spec->shape;
+    w.count = s.size() == 3 ? s[0] : 1;
+    w.rows = s.size() >= 2 ? s[s.size() - 2] : 1;
+    w.cols = s.back();
+    by_dtype[DTypeName(w.dtype)] += p.tensor->info.bytes;
+    loaded.push_back(std::move(buf).value());
+  }
+  // Layer scalars are also kept on the host: read them from the file, not the device.
+  staged.layer_scalars.resize(config.num_layers);
+  for (int i = 0; i < config.num_layers; ++i) {
+    const CheckpointTensor* t = ckpt.Find(prefix + "layers." + std::to_string(i) + ".layer_scalar");
+    uint8_t raw[4] = {0, 0, 0, 0};
+    G4_RETURN_IF_ERROR(ckpt.file(t->file).Read(t->info.offset, t->info.bytes, raw));
+    uint16_t h;
+    std::memcpy(&h, raw, 2);
+    float f;
+    std::memcpy(&f, raw, 4);
+    const DType d = t->info.dtype;
+    staged.layer_scalars[i] = d == DType::kF32 ? f : d == DType::kBF16 ? Bf16ToF32(h) : F16ToF32(h);
+  }
+
+  report->used_tensors = static_cast<int>(used.size());
+  report->skipped_tensors = 0;
+  report->unused_tensors.clear();
+  for (const auto& [name, t] : ckpt.tensors()) {
+    if (used.count(name)) continue;
+    if (IsOtherTower(name)) {
+      report->skipped_tensors++;
+    } else {
+      report->unused_tensors.push_back(name);
+    }
+  }
+  report->bytes_by_dtype = by_dtype;
+  *weights = std::move(staged);
+  for (auto& b : loaded) buffers->push_back(std::move(b));
+  return Status::Ok();
+}
+
+}  // namespace g4

@@ -1,0 +1,81 @@
+// The weights of a Gemma 4 text decoder as named tensors per layer, and the one table of
+// (checkpoint name, expected shape, slot) that drives validation and loading.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "io/checkpoint.h"
+#include "model/config.h"
+
+namespace g4 {
+
+struct LayerWeights {
+  Weight input_norm;        // (hidden)
+  Weight q_proj;            // (heads * head_dim, hidden)
+  Weight q_norm;            // (head_dim)
+  Weight k_proj;            // (kv_heads * head_dim, hidden); absent on KV-shared layers
+  Weight v_proj;            // (kv_heads * head_dim, hidden); absent with K=V or KV sharing
+  Weight k_norm;            // (head_dim); absent on KV-shared layers
+  Weight o_proj;            // (hidden, heads * head_dim)
+  Weight post_attn_norm;    // (hidden)
+  Weight pre_ff_norm;       // (hidden)
+  Weight gate_proj;         // (intermediate, hidden)
+  Weight up_proj;           // (intermediate, hidden)
+  Weight down_proj;         // (hidden, intermediate)
+  Weight post_ff_norm;      // (hidden)
+  // Mixture of experts (enable_moe_block).
+  Weight router_scale;      // (hidden)
+  Weight router_proj;       // (experts, hidden)
+  Weight per_expert_scale;  // (experts)
+  Weight experts_gate_up;   // (experts, 2 * moe_intermediate, hidden), gate rows first
+  Weight experts_down;      // (experts, hidden, moe_intermediate)
+  Weight post_ff_norm_1;    // (hidden)
+  Weight pre_ff_norm_2;     // (hidden)
+  Weight post_ff_norm_2;    // (hidden)
+  // Per-layer embeddings (hidden_size_per_layer_input > 0).
+  Weight ple_gate;          // (ple_dim, hidden)
+  Weight ple_proj;          // (hidden, ple_dim)
+  Weight post_ple_norm;     // (hidden)
+  Weight layer_scalar;      // (1)
+};
+
+struct ModelWeights {
+  Weight embed;                 // (vocab, hidden); also the tied LM head
+  Weight lm_head;               // (vocab, hidden); only when tie_word_embeddings is false
+  Weight final_norm;            // (hidden)
+  Weight ple_embed;             // (ple_vocab, layers * ple_dim)
+  Weight ple_model_projection;  // (layers * ple_dim, hidden)
+  Weight ple_projection_norm;   // (ple_dim)
+  std::vector<LayerWeights> layers;
+  std::vector<float> layer_scalars;  // (layers) host copies of layer_scalar
+};
+
+struct WeightSpec {
+  std::string name;             // without the model prefix: "layers.0.self_attn.q_proj.weight"
+  std::vector<int64_t> shape;
+  Weight* slot;
+};
+
+// Every tensor the config implies, in checkpoint order of discovery.
+std::vector<WeightSpec> ListWeights(const ModelConfig& config, ModelWeights* weights);
+
+// What loading found in the checkpoint, for `gemma4 inspect`.
+struct LoadReport {
+  std::string prefix;                        // "model." or "model.language_model."
+  int used_tensors = 0;
+  int skipped_tensors = 0;                   // other towers (vision, audio), never read
+  std::vector<std::string> unused_tensors;   // text tensors the config does not need
+  std::map<std::string, uint64_t> bytes_by_dtype;
+};
+
+// Checks every expected tensor (present, shape, dtype, inside its file) before anything is
+// allocated, then loads them through the backend. On error nothing stays allocated.
+Status LoadWeights(const ModelConfig& config, const Checkpoint& ckpt, Backend& backend, ModelWeights* weights,
+                   std::vector<std::unique_ptr<Buffer>>* buffers, LoadReport* report);
+
+}  // namespace g4

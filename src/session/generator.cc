@@ -1,0 +1,63 @@
+#include "session/generator.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace g4 {
+
+int64_t MonotonicMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double GenerationStats::prefill_tokens_per_s() const {
+  return prefill_us > 0 ? prompt_tokens * 1e6 / static_cast<double>(prefill_us) : 0.0;
+}
+
+double GenerationStats::decode_tokens_per_s() const {
+  const int steps = generated_tokens - 1;  // the first token comes from the prefill
+  return decode_us > 0 && steps > 0 ? steps * 1e6 / static_cast<double>(decode_us) : 0.0;
+}
+
+Result<GenerationResult> Generate(Model& model, std::span<const int32_t> prompt, const GenerateOptions& options,
+                                  const std::function<void(int)>& on_token) {
+  if (prompt.empty()) return InvalidArgument("generate: the prompt is empty");
+  if (options.max_new_tokens < 0) return InvalidArgument("generate: max_new_tokens must be >= 0");
+  if (options.top_logits < 0) return InvalidArgument("generate: top_logits must be >= 0");
+  G4_RETURN_IF_ERROR(ValidateSamplerOptions(options.sampler));
+  const std::vector<int>& stops = options.stop_ids.empty() ? model.config().eos_ids : options.stop_ids;
+
+  GenerationResult result;
+  result.stop_reason = "length";
+  result.stats.prompt_tokens = static_cast<int>(prompt.size());
+  if (options.max_new_tokens == 0) return result;
+
+  const int64_t max_positions = static_cast<int64_t>(prompt.size()) + options.max_new_tokens;
+  G4_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, model.NewCache(max_positions));
+  Sampler sampler(options.sampler);
+  std::vector<float> logits;
+
+  const int64_t t0 = MonotonicMicros();
+  G4_RETURN_IF_ERROR(model.Forward(prompt, *cache, 1, &logits));
+  const int64_t t1 = MonotonicMicros();
+  result.stats.prefill_us = t1 - t0;
+
+  while (true) {
+    const int token = sampler.Sample(logits);
+    result.tokens.push_back(token);
+    if (options.top_logits > 0) result.top_logits.push_back(TopK(logits, options.top_logits));
+    if (on_token) on_token(token);
+    if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
+      result.stop_reason = "eos";
+      break;
+    }
+    if (static_cast<int>(result.tokens.size()) >= options.max_new_tokens) break;
+    const int32_t next = token;
+    G4_RETURN_IF_ERROR(model.Forward(std::span<const int32_t>(&next, 1), *cache, 1, &logits));
+  }
+  result.stats.decode_us = MonotonicMicros() - t1;
+  result.stats.generated_tokens = static_cast<int>(result.tokens.size());
+  return result;
+}
+
+}  // namespace g4

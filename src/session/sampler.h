@@ -1,0 +1,51 @@
+// Choosing the next token from final logits: greedy (temperature 0) or seeded sampling with
+// temperature, top-k and top-p, in that order, as the reference's logits processors apply them.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+
+namespace g4 {
+
+struct SamplerOptions {
+  float temperature = 0.0f;  // 0: greedy
+  int top_k = 0;             // 0: no limit
+  float top_p = 1.0f;        // 1: no limit
+  uint64_t seed = 0;
+};
+
+Status ValidateSamplerOptions(const SamplerOptions& o);
+
+// A small, portable generator (splitmix64): the same seed gives the same tokens everywhere.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t Next();
+  double Uniform() { return static_cast<double>(Next() >> 11) * (1.0 / 9007199254740992.0); }  // [0, 1)
+
+ private:
+  uint64_t state_;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerOptions& options) : options_(options), rng_(options.seed) {}
+  int Sample(std::span<const float> logits);
+  // The probabilities Sample draws from (after temperature, top-k, top-p); all zero but the
+  // argmax when greedy.
+  std::vector<float> Distribution(std::span<const float> logits) const;
+
+ private:
+  SamplerOptions options_;
+  Rng rng_;
+};
+
+int Argmax(std::span<const float> logits);  // lowest index among equal maxima
+// The k largest (id, logit), largest first, lower id first among equals.
+std::vector<std::pair<int, float>> TopK(std::span<const float> logits, int k);
+
+}  // namespace g4
