@@ -1,0 +1,98 @@
+// The CLI contract, run as a user runs it.
+#include <cstdio>
+#include <cstdlib>
+#include <sys/wait.h>
+
+#include <gtest/gtest.h>
+
+#include "tests/test_util.h"
+
+namespace g4 {
+namespace {
+
+struct CliRun {
+  int code;
+  std::string out;
+};
+
+CliRun Cli(const std::string& args) {
+  const std::string cmd = std::string(G4_CLI) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string LastLine(const std::string& s) {
+  std::string t = s;
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  const auto nl = t.rfind('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+TEST(Cli, GenerateJsonMatchesTheGolden) {
+  const std::string dir = test::TestData("models/e2b_mini");
+  const auto golden = test::ReadJson(dir + "/golden.json");
+  const auto& p = golden["prompts"][2];
+  std::string ids;
+  for (int id : p["prompt_ids"]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  CliRun r = Cli("generate --model " + dir + " --prompt-ids " + ids + " --max-new-tokens 24 --top-logits 2 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(LastLine(r.out));
+  EXPECT_EQ(j["tokens"], p["greedy_tokens"]);
+  EXPECT_EQ(j["stop_reason"], "length");
+  ASSERT_EQ(j["top_logits"].size(), 24u);
+  EXPECT_EQ(j["top_logits"][0][0][0], p["greedy_tokens"][0]);
+  EXPECT_EQ(j["stats"]["prompt_tokens"], p["prompt_ids"].size());
+  EXPECT_EQ(j["stats"]["generated_tokens"], 24);
+  EXPECT_TRUE(j["stats"]["prefill_ms"].is_number());
+  EXPECT_TRUE(j["stats"]["decode_ms"].is_number());
+}
+
+TEST(Cli, SamplingFlagsAreSeeded) {
+  const std::string base = "generate --model " + test::TestData("models/e2b_mini") +
+                           " --prompt-ids 2,105,7 --max-new-tokens 8 --temperature 0.8 --top-k 40 --top-p 0.9 --json";
+  CliRun a = Cli(base + " --seed 5"), b = Cli(base + " --seed 5");
+  ASSERT_EQ(a.code, 0) << a.out;
+  EXPECT_EQ(nlohmann::json::parse(LastLine(a.out))["tokens"], nlohmann::json::parse(LastLine(b.out))["tokens"]);
+}
+
+TEST(Cli, BadInvocationsFailClearly) {
+  const std::string m = " --model " + test::TestData("models/dense");
+  CliRun r = Cli("generate" + m + " --prompt hello");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("need the tokenizer"), std::string::npos) << r.out;
+  r = Cli("generate" + m + " --prompt-ids 2,x");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("'x' is not a token id"), std::string::npos) << r.out;
+  r = Cli("generate" + m + " --prompt-ids 2 --bogus 1");
+  EXPECT_NE(r.out.find("unknown flag --bogus"), std::string::npos) << r.out;
+  r = Cli("generate" + m + " --prompt-ids 2 --backend webgpu");
+  EXPECT_NE(r.out.find("--backend"), std::string::npos) << r.out;
+  r = Cli("generate --model /nonexistent --prompt-ids 2");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("/nonexistent/config.json"), std::string::npos) << r.out;
+  r = Cli("generate" + m + " --prompt-ids 2,9999");
+  EXPECT_NE(r.out.find("outside the vocabulary"), std::string::npos) << r.out;
+  r = Cli("frobnicate");
+  EXPECT_EQ(r.code, 2);
+}
+
+TEST(Cli, InspectPrintsConfigTensorsAndCache) {
+  CliRun r = Cli("inspect --model " + test::TestData("models/ple_shared"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("model_type gemma4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("layer 4: sliding heads 4/1 head_dim 16 window 6"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kv from layer 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3 of other towers skipped"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("weights BF16:"), std::string::npos) << r.out;
+  // 4 cache-owning layers: 3 sliding (1 x 16) and 1 full (1 x 32), K and V, f32.
+  EXPECT_NE(r.out.find("kv cache per token: " + std::to_string((3 * 16 + 32) * 2 * 4) + " bytes"), std::string::npos)
+      << r.out;
+}
+
+}  // namespace
+}  // namespace g4
