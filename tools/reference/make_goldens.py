@@ -80,19 +80,23 @@ MAX_NEW = 24
 MIN_MARGIN = 2e-3
 
 
-def randomize(model, gen):
-    """Random weights spread so that argmax margins are clear, then rounded to bf16."""
+def randomize(model, gen, embed_std, final_norm):
+    """Random weights, then rounded to bf16. The embedding is kept small against the layers'
+    contributions (else a random model only repeats its input), and the final norm's weights
+    large, so that the tied head still spreads the logits and argmax margins are clear."""
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.startswith("lm_head"):
                 continue  # tied to the embedding
-            if p.dim() == 1 or name.endswith("per_expert_scale"):
+            if name in ("model.norm.weight",):
+                p.copy_(torch.empty_like(p).uniform_(final_norm[0], final_norm[1], generator=gen))
+            elif p.dim() == 1 or name.endswith("per_expert_scale"):
                 # norm weights (multiplied directly), router scales
                 p.copy_(torch.empty_like(p).uniform_(0.6, 1.4, generator=gen))
             elif "embed_tokens_per_layer" in name:
                 p.copy_(torch.randn(p.shape, generator=gen))
             elif "embed_tokens" in name:
-                p.copy_(torch.randn(p.shape, generator=gen) * 0.5)
+                p.copy_(torch.randn(p.shape, generator=gen) * embed_std)
             else:
                 fan_in = p.shape[-1]
                 p.copy_(torch.randn(p.shape, generator=gen) / fan_in ** 0.5)
@@ -176,6 +180,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--embed-std", type=float, default=0.05)
+    ap.add_argument("--final-norm", type=float, nargs=2, default=[3.0, 6.0])
     args = ap.parse_args()
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     report = {}
@@ -189,7 +195,7 @@ def main():
         text_cfg = Gemma4TextConfig(**kwargs)
         text_cfg._attn_implementation = "eager"
         model = Gemma4ForCausalLM(text_cfg).eval().float()
-        randomize(model, gen)
+        randomize(model, gen, args.embed_std, args.final_norm)
         model.tie_weights()
         assert torch.equal(model.lm_head.weight, model.model.embed_tokens.weight), "head not tied"
         out = os.path.join(args.out, name)
@@ -232,7 +238,7 @@ def main():
             min_margin = mm if min_margin is None else min(min_margin, mm)
         golden = dict(
             generator="tools/reference/make_goldens.py", transformers=transformers.__version__,
-            torch=torch.__version__, seed=seed, spec=name, max_new_tokens=MAX_NEW, eos_token_ids=EOS,
+            torch=torch.__version__, seed=seed, spec=name, embed_std=args.embed_std, final_norm=args.final_norm, max_new_tokens=MAX_NEW, eos_token_ids=EOS,
             per_layer_config={str(k): v for k, v in
                               {i: {"head_dim": reread_text.per_layer_config[i].head_dim,
                                    "num_key_value_heads": reread_text.per_layer_config[i].num_key_value_heads}
@@ -242,7 +248,8 @@ def main():
             json.dump(golden, f)
         report[name] = dict(min_margin=min_margin, reload_diff=diff,
                             generate_matches=[p["generate_with_cache_matches"] for p in prompts],
-                            tokens=[len(p["greedy_tokens"]) for p in prompts])
+                            tokens=[len(p["greedy_tokens"]) for p in prompts],
+                            distinct=[len(set(p["greedy_tokens"])) for p in prompts])
         print(name, json.dumps(report[name]), flush=True)
     print(json.dumps(report, indent=1))
 
