@@ -43,6 +43,26 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::FromReaders(std::vector<std::uni
   return ckpt;
 }
 
+Result<std::map<std::string, std::vector<std::string>>> ParseShardIndex(const std::string& text,
+                                                                       const std::string& source) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return DataLoss(source + ": not a JSON object");
+  auto wm = j.find("weight_map");
+  if (wm == j.end() || !wm->is_object()) return DataLoss(source + ": missing weight_map object");
+  std::map<std::string, std::vector<std::string>> by_file;
+  for (auto it = wm->begin(); it != wm->end(); ++it) {
+    if (!it.value().is_string()) return DataLoss(source + ": weight_map entry " + it.key() + " is not a string");
+    const std::string file = it.value().get<std::string>();
+    if (file.empty() || file.find('/') != std::string::npos || file.find('\\') != std::string::npos ||
+        file == "." || file == "..") {
+      return DataLoss(source + ": weight_map entry " + it.key() + " names a bad file '" + file + "'");
+    }
+    by_file[file].push_back(it.key());
+  }
+  if (by_file.empty()) return DataLoss(source + ": weight_map is empty");
+  return by_file;
+}
+
 Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& dir) {
   auto ckpt = std::unique_ptr<Checkpoint>(new Checkpoint());
   ckpt->dir_ = dir;
@@ -50,21 +70,7 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& dir) {
   const std::string single_path = JoinPath(dir, "model.safetensors");
   if (FileExists(index_path)) {
     G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(index_path));
-    json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) return DataLoss(index_path + ": not a JSON object");
-    auto wm = j.find("weight_map");
-    if (wm == j.end() || !wm->is_object()) return DataLoss(index_path + ": missing weight_map object");
-    std::map<std::string, std::vector<std::string>> by_file;
-    for (auto it = wm->begin(); it != wm->end(); ++it) {
-      if (!it.value().is_string()) return DataLoss(index_path + ": weight_map entry " + it.key() + " is not a string");
-      const std::string file = it.value().get<std::string>();
-      if (file.empty() || file.find('/') != std::string::npos || file.find('\\') != std::string::npos ||
-          file == "." || file == "..") {
-        return DataLoss(index_path + ": weight_map entry " + it.key() + " names a bad file '" + file + "'");
-      }
-      by_file[file].push_back(it.key());
-    }
-    if (by_file.empty()) return DataLoss(index_path + ": weight_map is empty");
+    G4_ASSIGN_OR_RETURN(auto by_file, ParseShardIndex(text, index_path));
     for (const auto& [file, names] : by_file) {
       G4_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, OpenFileReader(JoinPath(dir, file)));
       G4_RETURN_IF_ERROR(ckpt->AddFile(std::move(reader), &names));

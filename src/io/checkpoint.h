@@ -18,6 +18,11 @@ struct CheckpointTensor {
   int file = 0;     // index into Checkpoint::files()
 };
 
+// Parses model.safetensors.index.json: the tensor names listed for each shard file. File names
+// must be plain names inside the checkpoint folder.
+Result<std::map<std::string, std::vector<std::string>>> ParseShardIndex(const std::string& text,
+                                                                       const std::string& source);
+
 class Checkpoint {
  public:
   // Opens every safetensors file of `dir` and validates their headers; with an index, every
