@@ -137,7 +137,9 @@ class CpuBackend final : public Backend {
     float* op = Ptr(out);
     const int d = s.head_dim, group = s.heads / s.kv_heads;
     const size_t q_row = static_cast<size_t>(s.heads) * d, kv_row = static_cast<size_t>(s.kv_heads) * d;
-#pragma omp parallel
+    // Threads only pay off once there is real work (long contexts or many rows).
+    const bool parallel = static_cast<int64_t>(s.rows) * s.heads * (s.cached + s.rows) * d > 65536;
+#pragma omp parallel if (parallel)
     {
       std::vector<float> scores;
 #pragma omp for schedule(static) collapse(2)
