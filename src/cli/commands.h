@@ -10,5 +10,6 @@ int RunGenerate(const std::vector<std::string>& args);
 int RunInspect(const std::vector<std::string>& args);
 int RunBench(const std::vector<std::string>& args);
 int RunSynth(const std::vector<std::string>& args);
+int RunTokenize(const std::vector<std::string>& args);
 
 }  // namespace g4::cli

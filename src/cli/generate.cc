@@ -1,4 +1,5 @@
 // gemma4 generate / gemma4 inspect.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -8,6 +9,8 @@
 #include "cli/commands.h"
 #include "model/model.h"
 #include "session/generator.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
 
 namespace g4::cli {
 namespace {
@@ -37,18 +40,42 @@ int RunGenerate(const std::vector<std::string>& argv) {
   if (a.Has("prompt") == a.Has("prompt-ids")) {
     return Fail(InvalidArgument("generate: give exactly one of --prompt-ids and --prompt"));
   }
-  if (a.Has("prompt") || a.Has("chat") || a.Has("tokenizer")) {
-    return Fail(Unimplemented("generate: --prompt, --chat and --tokenizer need the tokenizer, which this build does "
-                              "not include yet; pass token ids with --prompt-ids"));
+  if (a.Has("chat") && !a.Has("prompt")) return Fail(InvalidArgument("generate: --chat goes with --prompt TEXT"));
+  // The tokenizer: --tokenizer FILE, else tokenizer.json beside the model (needed for --prompt).
+  std::unique_ptr<Tokenizer> tokenizer;
+  const std::string tok_path = a.Has("tokenizer") ? a.Get("tokenizer") : JoinPath(a.Get("model"), "tokenizer.json");
+  if (a.Has("prompt") || a.Has("tokenizer") || FileExists(tok_path)) {
+    auto t = Tokenizer::Load(tok_path);
+    if (!t.ok()) {
+      return Fail(a.Has("prompt") ? t.status().WithContext("generate: --prompt needs a tokenizer (--tokenizer FILE or "
+                                                           "tokenizer.json beside the model)")
+                                  : t.status());
+    }
+    tokenizer = std::move(t).value();
   }
-  auto ids = a.GetIntList("prompt-ids");
+  std::vector<int32_t> prompt;
+  if (a.Has("prompt")) {
+    if (a.Has("chat")) {
+      auto rendered = RenderChat(*tokenizer, {{"user", a.Get("prompt")}}, true);
+      if (!rendered.ok()) return Fail(rendered.status());
+      prompt = tokenizer->Encode(*rendered);
+    } else {
+      if (tokenizer->bos_id() >= 0) prompt.push_back(tokenizer->bos_id());
+      const auto ids = tokenizer->Encode(a.Get("prompt"));
+      prompt.insert(prompt.end(), ids.begin(), ids.end());
+    }
+  } else {
+    auto ids = a.GetIntList("prompt-ids");
+    if (!ids.ok()) return Fail(ids.status());
+    prompt.assign(ids->begin(), ids->end());
+  }
   auto max_new = a.GetInt("max-new-tokens", 32, 0, 1 << 20);
   auto temperature = a.GetDouble("temperature", 0.0);
   auto top_k = a.GetInt("top-k", 0, 0, 1 << 30);
   auto top_p = a.GetDouble("top-p", 1.0);
   auto seed = a.GetInt("seed", 0, 0, (1ll << 62));
   auto top_logits = a.GetInt("top-logits", 0, 0, 1 << 20);
-  for (const Status* s : {&ids.status(), &max_new.status(), &temperature.status(), &top_k.status(),
+  for (const Status* s : {&max_new.status(), &temperature.status(), &top_k.status(),
                           &top_p.status(), &seed.status(), &top_logits.status()}) {
     if (!s->ok()) return Fail(*s);
   }
@@ -64,14 +91,20 @@ int RunGenerate(const std::vector<std::string>& argv) {
   opt.sampler.top_p = static_cast<float>(*top_p);
   opt.sampler.seed = static_cast<uint64_t>(*seed);
   opt.top_logits = static_cast<int>(*top_logits);
-  std::vector<int32_t> prompt(ids->begin(), ids->end());
   const bool json_out = a.Has("json");
+  std::unique_ptr<StreamDecoder> stream;
+  if (tokenizer) stream = std::make_unique<StreamDecoder>(*tokenizer);
+  const std::vector<int>& stops = (*model)->config().eos_ids;
   auto result = Generate(**model, prompt, opt, [&](int token) {
-    if (!json_out) {
+    if (json_out) return;
+    if (stream) {
+      if (std::find(stops.begin(), stops.end(), token) == stops.end()) std::fputs(stream->Push(token).c_str(), stdout);
+    } else {
       std::printf("%d\n", token);
-      std::fflush(stdout);
     }
+    std::fflush(stdout);
   });
+  if (stream && !json_out) std::printf("%s\n", stream->Flush().c_str());
   if (!result.ok()) return Fail(result.status());
   const GenerationStats& st = result->stats;
   if (json_out) {
@@ -93,6 +126,12 @@ int RunGenerate(const std::vector<std::string>& argv) {
           {"prefill_tokens_per_s", st.prefill_tokens_per_s()},
           {"decode_tokens_per_s", st.decode_tokens_per_s()},
           {"backend", (*backend)->Name()}}}};
+    if (tokenizer) {
+      // The generated text, without the stop token that ended it.
+      std::vector<int32_t> text_ids(result->tokens.begin(), result->tokens.end());
+      if (result->stop_reason == "eos" && !text_ids.empty()) text_ids.pop_back();
+      j["text"] = tokenizer->Decode(text_ids);
+    }
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::fprintf(stderr, "stop: %s; prompt %d tokens, prefill %.1f ms (%.1f tok/s); %d generated, decode %.1f ms (%.1f tok/s)\n",

@@ -11,7 +11,8 @@ const char kUsage[] =
     "usage: gemma4 COMMAND [flags]\n"
     "  generate --model DIR (--prompt-ids 2,105,... | --prompt TEXT) [--max-new-tokens N]\n"
     "           [--temperature T] [--top-k K] [--top-p P] [--seed S] [--backend cpu] [--threads N]\n"
-    "           [--top-logits K] [--json]\n"
+    "           [--top-logits K] [--json] [--chat] [--tokenizer FILE]\n"
+    "  tokenize --tokenizer FILE (--text T | --text-file F) [--json] | --bench [--text-file F]\n"
     "  inspect  --model DIR\n"
     "  bench    --model DIR [--prompt-tokens N] [--decode-tokens N] [--threads N] [--bandwidth-mib N]\n"
     "  synth    --shape e2b --out DIR [--layers N] [--seed S]   (random weights of a real shape)\n";
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   if (cmd == "inspect") return g4::cli::RunInspect(args);
   if (cmd == "bench") return g4::cli::RunBench(args);
   if (cmd == "synth") return g4::cli::RunSynth(args);
+  if (cmd == "tokenize") return g4::cli::RunTokenize(args);
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
     std::fputs(kUsage, stdout);
     return 0;
