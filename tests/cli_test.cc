@@ -64,7 +64,8 @@ TEST(Cli, BadInvocationsFailClearly) {
   const std::string m = " --model " + test::TestData("models/dense");
   CliRun r = Cli("generate" + m + " --prompt hello");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.out.find("need the tokenizer"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--prompt needs a tokenizer"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dense/tokenizer.json"), std::string::npos) << r.out;
   r = Cli("generate" + m + " --prompt-ids 2,x");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("'x' is not a token id"), std::string::npos) << r.out;
@@ -92,6 +93,72 @@ TEST(Cli, InspectPrintsConfigTensorsAndCache) {
   // 4 cache-owning layers: 3 sliding (1 x 16) and 1 full (1 x 32), K and V, f32.
   EXPECT_NE(r.out.find("kv cache per token: " + std::to_string((3 * 16 + 32) * 2 * 4) + " bytes"), std::string::npos)
       << r.out;
+}
+
+}  // namespace
+}  // namespace g4
+
+namespace g4 {
+namespace {
+
+TEST(Cli, TokenizePrintsIds) {
+  const std::string tok = G4_GEMMA_TOKENIZER;
+  CliRun r = Cli("tokenize --tokenizer " + tok + " --text 'Hello world' --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(LastLine(r.out))["ids"], nlohmann::json::parse("[9259, 1902]"));
+  const std::string dir = test::MakeTempDir();
+  test::WriteFile(dir + "/t.txt", "<bos>Hi");
+  r = Cli("tokenize --tokenizer " + tok + " --text-file " + dir + "/t.txt");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(LastLine(r.out).substr(0, 2), "2,");
+  r = Cli("tokenize --tokenizer /nonexistent.json --text x");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("/nonexistent.json"), std::string::npos);
+}
+
+TEST(Cli, GenerateFromTextWithTheTokenizerBesideTheModel) {
+  // A small tokenizer within the bundled model's 512-token vocabulary, placed beside a copy of it.
+  const std::string dir = test::MakeTempDir();
+  for (const char* f : {"config.json", "generation_config.json", "model.safetensors"}) {
+    test::WriteFile(dir + "/" + f, test::ReadFile(test::TestData(std::string("models/e2b_mini/") + f)));
+  }
+  nlohmann::json vocab = {{"<pad>", 0}, {"<eos>", 1}, {"<bos>", 2}, {"<unk>", 3}, {"<start_of_turn>", 105},
+                          {"<end_of_turn>", 106}, {"\n", 107}};
+  const std::string letters = "abcdefghijklmnopqrstuvwxyz";
+  for (size_t i = 0; i < letters.size(); ++i) vocab[std::string(1, letters[i])] = 200 + static_cast<int>(i);
+  vocab["\xE2\x96\x81"] = 300;
+  vocab["he"] = 301;
+  nlohmann::json added = nlohmann::json::array();
+  for (auto [id, content] : {std::pair<int, const char*>{0, "<pad>"}, {1, "<eos>"}, {2, "<bos>"}, {3, "<unk>"},
+                             {105, "<start_of_turn>"}, {106, "<end_of_turn>"}}) {
+    added.push_back({{"id", id}, {"content", content}, {"special", true}, {"normalized", false}, {"lstrip", false},
+                     {"rstrip", false}, {"single_word", false}});
+  }
+  nlohmann::json tok = {
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array({nlohmann::json::array({"h", "e"})})},
+                 {"unk_token", "<unk>"}}},
+      {"added_tokens", added},
+      {"normalizer", {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\xE2\x96\x81"}}},
+      {"decoder", {{"type", "Replace"}, {"pattern", {{"String", "\xE2\x96\x81"}}}, {"content", " "}}},
+      {"post_processor", {{"type", "TemplateProcessing"},
+                          {"single", nlohmann::json::array({{{"SpecialToken", {{"id", "<bos>"}, {"type_id", 0}}}},
+                                                            {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})}}}};
+  test::WriteFile(dir + "/tokenizer.json", tok.dump());
+  CliRun chat = Cli("generate --model " + dir + " --prompt 'hello there' --chat --max-new-tokens 6 --json");
+  ASSERT_EQ(chat.code, 0) << chat.out;
+  // <bos><start_of_turn>user\nhello there<end_of_turn>\n<start_of_turn>model\n as ids.
+  CliRun ids = Cli("generate --model " + dir +
+                   " --prompt-ids 2,105,220,218,204,217,107,301,211,211,214,300,219,301,217,204,106,107,105,212,214,203,204,211,107"
+                   " --max-new-tokens 6 --json");
+  ASSERT_EQ(ids.code, 0) << ids.out;
+  const auto a = nlohmann::json::parse(LastLine(chat.out)), b = nlohmann::json::parse(LastLine(ids.out));
+  EXPECT_EQ(a["tokens"], b["tokens"]);
+  EXPECT_EQ(a["stats"]["prompt_tokens"], 25);
+  EXPECT_TRUE(a["text"].is_string());
+  EXPECT_EQ(a["text"], b["text"]);  // the tokenizer beside the model decodes both
+  CliRun plain = Cli("generate --model " + dir + " --prompt 'he' --max-new-tokens 2 --json");
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  EXPECT_EQ(nlohmann::json::parse(LastLine(plain.out))["stats"]["prompt_tokens"], 2);  // <bos> he
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // plus round trips, streaming, chat formats and errors.
 #include <filesystem>
 #include <random>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -94,6 +95,24 @@ TEST_F(TokenizerTest, LoadsTheWholeVocabulary) {
 
 TEST_F(TokenizerTest, IdsMatchTheReference) { ExpectMatchesReference(*gemma3_, (*golden_)["gemma3"]); }
 
+// Other corpora made the same way (corpus.json + golden.json per folder, colon-separated in
+// $G4_EXTRA_TOKENIZER_GOLDENS) must match too.
+TEST_F(TokenizerTest, ExtraCorporaMatchTheReference) {
+  const char* extra = std::getenv("G4_EXTRA_TOKENIZER_GOLDENS");
+  if (!extra) return;
+  std::stringstream ss(extra);
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    if (dir.empty()) continue;
+    const json corpus = test::ReadJson(dir + "/corpus.json"), golden = test::ReadJson(dir + "/golden.json");
+    ASSERT_EQ(corpus.size(), golden["gemma3"].size()) << dir;
+    for (size_t i = 0; i < corpus.size(); ++i) {
+      EXPECT_EQ(gemma3_->Encode(corpus[i].get<std::string>()), golden["gemma3"][i]["ids"].get<std::vector<int32_t>>())
+          << dir << " text " << i;
+    }
+  }
+}
+
 TEST_F(TokenizerTest, Gemma4VariantIdsMatchTheReference) { ExpectMatchesReference(*gemma4_, (*golden_)["gemma4_variant"]); }
 
 TEST_F(TokenizerTest, DecodeOfEncodeIsTheText) {
@@ -108,9 +127,7 @@ TEST_F(TokenizerTest, StreamingDecodeEqualsWholeDecode) {
     StreamDecoder sd(*gemma3_);
     std::string out;
     for (int32_t id : ids) {
-      const std::string piece = sd.Push(id);
-      std::string storage;
-      out += piece;
+      out += sd.Push(id);
     }
     return out + sd.Flush();
   };
