@@ -60,6 +60,8 @@ class CountingBackend final : public Backend {
   void GeluMul(F32 o, F32 g, F32 u, int r, int c, int s) override { inner_->GeluMul(In(o), In(g), In(u), r, c, s); }
   void Add(F32 o, F32 a, F32 b, size_t n) override { inner_->Add(In(o), In(a), In(b), n); }
   void Scale(F32 x, size_t n, float s) override { inner_->Scale(In(x), n, s); }
+  void Copy(F32 d, F32 s, size_t n) override { inner_->Copy(In(d), In(s), n); }
+  void GatherMatVec(F32 o, F32 i, const Weight& w, std::span<const int32_t> r) override { inner_->GatherMatVec(In(o), In(i), In(w), r); }
   void Softcap(F32 x, size_t n, float c) override { inner_->Softcap(In(x), n, c); }
   void MoeRoute(F32 i, F32 w, F32 x, const Weight& s, const Weight& p, const Weight& e, const MoeShape& m, float eps) override {
     inner_->MoeRoute(In(i), In(w), In(x), In(s), In(p), In(e), m, eps);
@@ -202,7 +204,9 @@ TEST(Loader, FailureMidLoadReleasesEverything) {
 TEST(Loader, ShardIndexMustAgreeWithFiles) {
   const std::string src = test::TestData("models/moe_keqv");
   const std::string dir = test::MakeTempDir();
-  for (const auto& e : fs::directory_iterator(src)) fs::copy_file(e.path(), dir + "/" + e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(src)) {
+    if (e.is_regular_file()) fs::copy_file(e.path(), dir + "/" + e.path().filename().string());
+  }
   auto index = test::ReadJson(dir + "/model.safetensors.index.json");
   auto& map = index["weight_map"];
   const std::string name = "model.norm.weight";

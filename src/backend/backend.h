@@ -55,6 +55,9 @@ struct AttentionShape {
   int64_t start = 0;
   int64_t cached = 0;
   int64_t capacity = 0;
+  // The queries see only positions before their own (the MTP assistant drafting over a target's
+  // cache): positions p - window .. p - 1, with no new rows of their own.
+  bool past_only = false;
 };
 
 struct MoeShape {
@@ -100,6 +103,10 @@ class Backend {
   virtual void GeluMul(F32 out, F32 gate, F32 up, int rows, int cols, int up_stride) = 0;
   // out = a + b                                                      (count)
   virtual void Add(F32 out, F32 a, F32 b, size_t count) = 0;
+  // dst = src                                                        (count)
+  virtual void Copy(F32 dst, F32 src, size_t count) = 0;
+  // out[j] = in . w[rows[j]]: a matrix-vector product over chosen rows of w   in: (w.cols)
+  virtual void GatherMatVec(F32 out, F32 in, const Weight& w, std::span<const int32_t> rows) = 0;
   // x *= s                                                           (count)
   virtual void Scale(F32 x, size_t count, float s) = 0;
   // x = cap * tanh(x / cap)                                          (count)

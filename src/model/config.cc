@@ -169,9 +169,11 @@ std::string ModelConfig::Describe() const {
   return s.str();
 }
 
-Result<ModelConfig> ParseModelConfig(const std::string& json_text, const std::string& source) {
-  json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) return InvalidArgument(source + ": not a JSON object");
+namespace {
+
+// The text decoder of `root` (a gemma4_text config or a container with text_config). With
+// `query_only` (an MTP assistant's decoder) every layer reads K/V handed in from outside.
+Result<ModelConfig> ParseText(const json& root, const std::string& source, bool query_only) {
   ModelConfig c;
   Fields top(root, source + ": ");
   G4_RETURN_IF_ERROR(top.String("model_type", &c.model_type));
@@ -233,7 +235,10 @@ Result<ModelConfig> ParseModelConfig(const std::string& json_text, const std::st
     G4_RETURN_IF_ERROR(t.Int("moe_intermediate_size", &c.moe_intermediate, true, 1));
     if (c.top_k_experts > c.num_experts) return InvalidArgument(where + "top_k_experts: more than num_experts");
   }
-  if (c.num_kv_shared_layers >= c.num_layers) {
+  if (query_only && (c.ple_dim || c.moe)) {
+    return InvalidArgument(where + "an assistant's decoder has no per-layer embeddings and no experts");
+  }
+  if (!query_only && c.num_kv_shared_layers >= c.num_layers) {
     return InvalidArgument(where + "num_kv_shared_layers: must be less than num_hidden_layers");
   }
   if (kv_heads > q_heads || q_heads % kv_heads) {
@@ -304,15 +309,15 @@ Result<ModelConfig> ParseModelConfig(const std::string& json_text, const std::st
     l.kv_heads = layer_kv[i];
     l.window = full ? 0 : window;
     l.k_eq_v = k_eq_v && full;
-    l.kv_shared = c.num_kv_shared_layers > 0 && i >= first_shared;
-    l.kv_source = i;
-    l.intermediate = c.intermediate * ((double_wide && l.kv_shared) ? 2 : 1);
+    l.kv_shared = query_only || (c.num_kv_shared_layers > 0 && i >= first_shared);
+    l.kv_source = query_only ? -1 : i;
+    l.intermediate = c.intermediate * ((double_wide && l.kv_shared && !query_only) ? 2 : 1);
     const std::string layer_where = where + "layer " + std::to_string(i) + ": ";
     if (l.head_dim % 2) return InvalidArgument(layer_where + "head_dim must be even");
     if (l.kv_heads > l.heads || l.heads % l.kv_heads) {
       return InvalidArgument(layer_where + "key/value heads must divide query heads");
     }
-    if (l.kv_shared) {
+    if (l.kv_shared && !query_only) {
       int src = -1;
       for (int j = first_shared - 1; j >= 0; --j) {
         if (types[j] == types[i]) { src = j; break; }
@@ -327,7 +332,7 @@ Result<ModelConfig> ParseModelConfig(const std::string& json_text, const std::st
   }
   for (int i = 0; i < c.num_layers; ++i) {
     const LayerConfig& l = c.layers[i];
-    if (l.kv_shared) {
+    if (l.kv_shared && !query_only) {
       const LayerConfig& s = c.layers[l.kv_source];
       if (s.head_dim != l.head_dim || s.kv_heads != l.kv_heads || l.heads % s.kv_heads) {
         return InvalidArgument(where + "layer " + std::to_string(i) + ": head shape differs from its K/V source layer " +
@@ -348,6 +353,43 @@ Result<ModelConfig> ParseModelConfig(const std::string& json_text, const std::st
     if (id >= c.vocab) return InvalidArgument(source + ": eos_token_id " + std::to_string(id) + " is outside the vocabulary");
   }
   return c;
+}
+
+}  // namespace
+
+Result<ModelConfig> ParseModelConfig(const std::string& json_text, const std::string& source) {
+  json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) return InvalidArgument(source + ": not a JSON object");
+  return ParseText(root, source, /*query_only=*/false);
+}
+
+Result<AssistantConfig> ParseAssistantConfig(const std::string& json_text, const std::string& source) {
+  json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) return InvalidArgument(source + ": not a JSON object");
+  Fields top(root, source + ": ");
+  std::string type;
+  G4_RETURN_IF_ERROR(top.String("model_type", &type));
+  if (type != "gemma4_assistant") {
+    return InvalidArgument(source + ": model_type: '" + type + "' is not a Gemma 4 assistant (gemma4_assistant)");
+  }
+  const json* text = top.Find("text_config");
+  if (!text || !text->is_object()) return InvalidArgument(source + ": text_config: required object is missing");
+  AssistantConfig a;
+  G4_ASSIGN_OR_RETURN(a.text, ParseText(json{{"model_type", "gemma4"}, {"text_config", *text}}, source, true));
+  a.text.model_type = "gemma4_assistant";
+  G4_RETURN_IF_ERROR(top.Int("backbone_hidden_size", &a.backbone_hidden, true, 1));
+  G4_RETURN_IF_ERROR(top.Bool("use_ordered_embeddings", &a.ordered_embeddings));
+  if (a.ordered_embeddings) {
+    G4_RETURN_IF_ERROR(top.Int("num_centroids", &a.num_centroids, true, 1));
+    G4_RETURN_IF_ERROR(top.Int("centroid_intermediate_top_k", &a.centroid_top_k, true, 1));
+    if (a.text.vocab % a.num_centroids) {
+      return InvalidArgument(source + ": num_centroids: must divide the vocabulary (" + std::to_string(a.text.vocab) + ")");
+    }
+    if (a.centroid_top_k > a.num_centroids) {
+      return InvalidArgument(source + ": centroid_intermediate_top_k: more than num_centroids");
+    }
+  }
+  return a;
 }
 
 Status ApplyGenerationConfig(const std::string& json_text, const std::string& source, ModelConfig* config) {

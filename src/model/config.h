@@ -22,7 +22,8 @@ struct LayerConfig {
   int window = 0;          // positions a query sees, itself included; 0 = unbounded (full layers)
   bool k_eq_v = false;     // no v_proj: values come from k_proj (full layers with attention_k_eq_v)
   bool kv_shared = false;  // no K/V of its own: reads layer kv_source's
-  int kv_source = 0;       // the layer whose K/V cache this layer attends over (itself if not shared)
+  int kv_source = 0;       // the layer whose K/V cache this layer attends over (itself if not
+                           // shared; -1 in an assistant, which reads its target's donor layers)
   int intermediate = 0;    // dense MLP width (doubled on KV-shared layers with use_double_wide_mlp)
   std::vector<float> inv_freq;  // (head_dim / 2) RoPE inverse frequencies; zeros pass through
 };
@@ -57,8 +58,18 @@ struct ModelConfig {
   std::string Describe() const;  // multi-line summary for `gemma4 inspect`
 };
 
+// An MTP assistant (gemma4_assistant): a query-only decoder over a target's K/V.
+struct AssistantConfig {
+  ModelConfig text;              // every layer query-only (kv_shared, kv_source -1)
+  int backbone_hidden = 0;       // the target's hidden size
+  bool ordered_embeddings = false;  // the centroid-masked head
+  int num_centroids = 0;
+  int centroid_top_k = 0;
+};
+
 // Parses config.json text; `source` names the file in errors.
 Result<ModelConfig> ParseModelConfig(const std::string& json_text, const std::string& source);
+Result<AssistantConfig> ParseAssistantConfig(const std::string& json_text, const std::string& source);
 // Reads DIR/config.json and, when present, DIR/generation_config.json for the eos ids.
 Result<ModelConfig> LoadModelConfig(const std::string& dir);
 // Applies generation_config.json text (eos_token_id as a number or a list).

@@ -79,54 +79,43 @@ std::vector<WeightSpec> ListWeights(const ModelConfig& c, ModelWeights* w) {
   return specs;
 }
 
-Status LoadWeights(const ModelConfig& config, const Checkpoint& ckpt, Backend& backend, ModelWeights* weights,
-                   std::vector<std::unique_ptr<Buffer>>* buffers, LoadReport* report) {
+Result<std::string> DetectPrefix(const Checkpoint& ckpt) {
+  for (const char* candidate : {"model.language_model.", "model.", ""}) {
+    if (ckpt.Find(std::string(candidate) + "embed_tokens.weight")) return std::string(candidate);
+  }
   const std::string where = ckpt.dir().empty() ? std::string("checkpoint") : ckpt.dir();
-  // The text model's prefix: the container's, else the text layout's, else none.
-  std::string prefix;
-  for (const char* candidate : {"model.language_model.", "model."}) {
-    if (ckpt.Find(std::string(candidate) + "embed_tokens.weight")) {
-      prefix = candidate;
-      break;
-    }
-  }
-  if (prefix.empty() && !ckpt.Find("embed_tokens.weight")) {
-    return NotFound(where + ": tensor model.embed_tokens.weight (or model.language_model.embed_tokens.weight) is missing");
-  }
-  report->prefix = prefix;
+  return NotFound(where + ": tensor model.embed_tokens.weight (or model.language_model.embed_tokens.weight) is missing");
+}
 
-  ModelWeights staged;
-  std::vector<WeightSpec> specs = ListWeights(config, &staged);
-  struct Planned {
-    const WeightSpec* spec;
-    const CheckpointTensor* tensor;
-  };
-  std::vector<Planned> plan;
-  std::set<std::string> used;
-  // Validate everything first.
+Result<WeightPlan> PlanWeights(const Checkpoint& ckpt, const std::vector<WeightSpec>& specs) {
+  const std::string where = ckpt.dir().empty() ? std::string("checkpoint") : ckpt.dir();
+  WeightPlan plan;
   for (const WeightSpec& spec : specs) {
-    const std::string name = prefix + spec.name;
-    const CheckpointTensor* t = ckpt.Find(name);
-    if (!t) return NotFound(where + ": tensor " + name + " is missing");
+    const CheckpointTensor* t = ckpt.Find(spec.name);
+    if (!t) return NotFound(where + ": tensor " + spec.name + " is missing");
     const std::string file = ckpt.file(t->file).Name();
-    if (t->info.dtype != DType::kF32 && t->info.dtype != DType::kF16 && t->info.dtype != DType::kBF16) {
-      return InvalidArgument(file + ": tensor " + name + " has dtype " + DTypeName(t->info.dtype) +
-                             "; expected F32, F16 or BF16");
+    const DType d = t->info.dtype;
+    if (spec.integer ? d != DType::kI64 : (d != DType::kF32 && d != DType::kF16 && d != DType::kBF16)) {
+      return InvalidArgument(file + ": tensor " + spec.name + " has dtype " + DTypeName(d) + "; expected " +
+                             (spec.integer ? "I64" : "F32, F16 or BF16"));
     }
     if (t->info.shape != spec.shape) {
-      return InvalidArgument(file + ": tensor " + name + " has shape " + t->info.ShapeString() + "; the config implies " +
+      return InvalidArgument(file + ": tensor " + spec.name + " has shape " + t->info.ShapeString() + "; the config implies " +
                              ShapeText(spec.shape));
     }
-    plan.push_back(Planned{&spec, t});
-    used.insert(name);
+    plan.items.push_back({&spec, t});
   }
-  // Then allocate and load; `loaded` is released on any error.
-  std::vector<std::unique_ptr<Buffer>> loaded;
+  return plan;
+}
+
+Status LoadPlan(const Checkpoint& ckpt, const WeightPlan& plan, Backend& backend,
+                std::vector<std::unique_ptr<Buffer>>* buffers, std::map<std::string, uint64_t>* bytes_by_dtype) {
+  std::vector<std::unique_ptr<Buffer>> loaded;  // released on any error
   std::map<std::string, uint64_t> by_dtype;
-  for (const Planned& p : plan) {
+  for (const WeightPlan::Item& p : plan.items) {
     const Reader& file = ckpt.file(p.tensor->file);
     auto buf = backend.LoadWeights(file, p.tensor->info.offset, p.tensor->info.bytes);
-    if (!buf.ok()) return buf.status().WithContext(file.Name() + ": tensor " + prefix + p.spec->name);
+    if (!buf.ok()) return buf.status().WithContext(file.Name() + ": tensor " + p.spec->name);
     Weight& w = *p.spec->slot;
     w.buffer = buf->get();
     w.dtype = p.tensor->info.dtype;
@@ -137,10 +126,16 @@ Status LoadWeights(const ModelConfig& config, const Checkpoint& ckpt, Backend& b
     by_dtype[DTypeName(w.dtype)] += p.tensor->info.bytes;
     loaded.push_back(std::move(buf).value());
   }
-  // Layer scalars are also kept on the host: read them from the file, not the device.
-  staged.layer_scalars.resize(config.num_layers);
-  for (int i = 0; i < config.num_layers; ++i) {
+  for (auto& b : loaded) buffers->push_back(std::move(b));
+  for (const auto& [k, v] : by_dtype) (*bytes_by_dtype)[k] += v;
+  return Status::Ok();
+}
+
+Status ReadLayerScalars(const Checkpoint& ckpt, const std::string& prefix, int layers, std::vector<float>* out) {
+  out->resize(layers);
+  for (int i = 0; i < layers; ++i) {
     const CheckpointTensor* t = ckpt.Find(prefix + "layers." + std::to_string(i) + ".layer_scalar");
+    if (!t) return NotFound("tensor " + prefix + "layers." + std::to_string(i) + ".layer_scalar is missing");
     uint8_t raw[4] = {0, 0, 0, 0};
     G4_RETURN_IF_ERROR(ckpt.file(t->file).Read(t->info.offset, t->info.bytes, raw));
     uint16_t h;
@@ -148,9 +143,26 @@ Status LoadWeights(const ModelConfig& config, const Checkpoint& ckpt, Backend& b
     float f;
     std::memcpy(&f, raw, 4);
     const DType d = t->info.dtype;
-    staged.layer_scalars[i] = d == DType::kF32 ? f : d == DType::kBF16 ? Bf16ToF32(h) : F16ToF32(h);
+    (*out)[i] = d == DType::kF32 ? f : d == DType::kBF16 ? Bf16ToF32(h) : F16ToF32(h);
   }
+  return Status::Ok();
+}
 
+Status LoadWeights(const ModelConfig& config, const Checkpoint& ckpt, Backend& backend, ModelWeights* weights,
+                   std::vector<std::unique_ptr<Buffer>>* buffers, LoadReport* report) {
+  G4_ASSIGN_OR_RETURN(std::string prefix, DetectPrefix(ckpt));
+  report->prefix = prefix;
+  ModelWeights staged;
+  std::vector<WeightSpec> specs = ListWeights(config, &staged);
+  for (WeightSpec& s : specs) s.name = prefix + s.name;
+  G4_ASSIGN_OR_RETURN(WeightPlan plan, PlanWeights(ckpt, specs));
+  std::vector<std::unique_ptr<Buffer>> loaded;
+  std::map<std::string, uint64_t> by_dtype;
+  G4_RETURN_IF_ERROR(LoadPlan(ckpt, plan, backend, &loaded, &by_dtype));
+  G4_RETURN_IF_ERROR(ReadLayerScalars(ckpt, prefix, config.num_layers, &staged.layer_scalars));
+
+  std::set<std::string> used;
+  for (const WeightSpec& s : specs) used.insert(s.name);
   report->used_tensors = static_cast<int>(used.size());
   report->skipped_tensors = 0;
   report->unused_tensors.clear();

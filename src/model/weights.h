@@ -59,6 +59,7 @@ struct WeightSpec {
   std::string name;             // without the model prefix: "layers.0.self_attn.q_proj.weight"
   std::vector<int64_t> shape;
   Weight* slot;
+  bool integer = false;         // an I64 tensor (the assistant's token ordering), else F32/F16/BF16
 };
 
 // Every tensor the config implies, in checkpoint order of discovery.
@@ -72,6 +73,24 @@ struct LoadReport {
   std::vector<std::string> unused_tensors;   // text tensors the config does not need
   std::map<std::string, uint64_t> bytes_by_dtype;
 };
+
+// The tensors of a checkpoint checked against specs whose names are complete: present, shape
+// and dtype right (their byte ranges were checked with the header). Nothing is allocated.
+struct WeightPlan {
+  struct Item {
+    const WeightSpec* spec;
+    const CheckpointTensor* tensor;
+  };
+  std::vector<Item> items;
+};
+Result<WeightPlan> PlanWeights(const Checkpoint& ckpt, const std::vector<WeightSpec>& specs);
+// Loads a plan through the backend into the specs' slots; on error nothing stays allocated.
+Status LoadPlan(const Checkpoint& ckpt, const WeightPlan& plan, Backend& backend,
+                std::vector<std::unique_ptr<Buffer>>* buffers, std::map<std::string, uint64_t>* bytes_by_dtype);
+// The text model's tensor prefix: "model.language_model." (container), "model." or "".
+Result<std::string> DetectPrefix(const Checkpoint& ckpt);
+// Reads layer_scalar values to the host.
+Status ReadLayerScalars(const Checkpoint& ckpt, const std::string& prefix, int layers, std::vector<float>* out);
 
 // Checks every expected tensor (present, shape, dtype, inside its file) before anything is
 // allocated, then loads them through the backend. On error nothing stays allocated.

@@ -146,8 +146,9 @@ class CpuBackend final : public Backend {
       for (int r = 0; r < s.rows; ++r) {
         for (int h = 0; h < s.heads; ++h) {
           const int64_t pos = s.start + r;
+          const int64_t hi = s.past_only ? pos - 1 : pos;  // newest visible position
           int64_t lo = s.start - s.cached;
-          if (s.window > 0) lo = std::max(lo, pos - s.window + 1);
+          if (s.window > 0) lo = std::max(lo, hi - s.window + 1);
           lo = std::max<int64_t>(lo, 0);
           const int kvh = h / group;
           const float* qv = qp + r * q_row + static_cast<size_t>(h) * d;
@@ -159,7 +160,12 @@ class CpuBackend final : public Backend {
             return p < s.start ? vc + static_cast<size_t>(p % s.capacity) * kv_row + kvh * d
                                : vn + static_cast<size_t>(p - s.start) * kv_row + kvh * d;
           };
-          const int64_t n = pos - lo + 1;
+          const int64_t n = hi - lo + 1;
+          float* o = op + r * q_row + static_cast<size_t>(h) * d;
+          if (n <= 0) {  // nothing visible
+            std::fill(o, o + d, 0.0f);
+            continue;
+          }
           scores.resize(n);
           float mx = -std::numeric_limits<float>::infinity();
           for (int64_t j = 0; j < n; ++j) {
@@ -171,7 +177,6 @@ class CpuBackend final : public Backend {
             scores[j] = std::exp(scores[j] - mx);
             sum += scores[j];
           }
-          float* o = op + r * q_row + static_cast<size_t>(h) * d;
           std::fill(o, o + d, 0.0f);
           for (int64_t j = 0; j < n; ++j) {
             const float pj = scores[j] / sum;
@@ -210,6 +215,17 @@ class CpuBackend final : public Backend {
     float* o = Ptr(out);
     const float *x = Ptr(a), *y = Ptr(b);
     for (size_t i = 0; i < count; ++i) o[i] = x[i] + y[i];
+  }
+
+  void Copy(F32 dst, F32 src, size_t count) override { std::memmove(Ptr(dst), Ptr(src), count * sizeof(float)); }
+
+  void GatherMatVec(F32 out, F32 in, const Weight& w, std::span<const int32_t> rows) override {
+    const float* x = Ptr(in);
+    float* o = Ptr(out);
+    const size_t row_bytes = static_cast<size_t>(w.cols) * DTypeSize(w.dtype);
+    const auto* base = static_cast<const uint8_t*>(WeightData(w));
+#pragma omp parallel for schedule(static) if (rows.size() * w.cols > 65536)
+    for (size_t j = 0; j < rows.size(); ++j) o[j] = cpu::Dot(x, base + rows[j] * row_bytes, w.dtype, w.cols);
   }
 
   void Scale(F32 x, size_t count, float s) override {
