@@ -213,7 +213,8 @@ Result<ModelConfig> ParseText(const json& root, const std::string& source, bool 
   G4_RETURN_IF_ERROR(t.Bool("tie_word_embeddings", &c.tie_word_embeddings));
   G4_RETURN_IF_ERROR(t.Int("hidden_size_per_layer_input", &c.ple_dim, false, 0));
   c.ple_vocab = c.vocab;
-  G4_RETURN_IF_ERROR(t.Int("vocab_size_per_layer_input", &c.ple_vocab, false, 1));
+  G4_RETURN_IF_ERROR(t.Int("vocab_size_per_layer_input", &c.ple_vocab, false, 0));
+  if (c.ple_dim && c.ple_vocab < 1) return InvalidArgument(where + "vocab_size_per_layer_input: must be positive");
   G4_RETURN_IF_ERROR(t.Int("num_kv_shared_layers", &c.num_kv_shared_layers, false, 0));
   bool k_eq_v = false, double_wide = false, attention_bias = false;
   G4_RETURN_IF_ERROR(t.Bool("attention_k_eq_v", &k_eq_v));

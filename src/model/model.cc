@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/layer.h"
+
 namespace g4 {
 namespace {
 
@@ -23,6 +25,8 @@ enum ScratchSlot {
   kLogits,   // (rows, vocab)
   kNumSlots
 };
+
+static_assert(kH == Model::kHiddenSlot, "hidden_rows() reads the slot the final norm writes");
 
 }  // namespace
 
@@ -63,7 +67,13 @@ uint64_t Model::WeightBytesPerToken() const {
   return total;
 }
 
-Result<std::unique_ptr<KvCache>> Model::NewCache(int64_t max_positions, int reserve) {
+Status KvCache::Rollback(int64_t length) {
+  if (length < 0 || length > length_) return InvalidArgument("cache: cannot roll back to a later position");
+  length_ = length;
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<KvCache>> Model::NewCache(int64_t max_positions, int reserve, int sliding_keep) {
   if (max_positions <= 0) return InvalidArgument("cache: max_positions must be positive");
   auto cache = std::make_unique<KvCache>();
   cache->max_positions_ = max_positions;
@@ -73,7 +83,8 @@ Result<std::unique_ptr<KvCache>> Model::NewCache(int64_t max_positions, int rese
     if (l.kv_shared) continue;
     KvCache::Layer& cl = cache->layers_[i];
     cl.row = l.kv_heads * l.head_dim;
-    cl.capacity = l.window ? std::min<int64_t>(max_positions, std::max(1, l.window - 1) + reserve) : max_positions;
+    const int keep = std::max({1, l.window - 1, sliding_keep});
+    cl.capacity = l.window ? std::min<int64_t>(max_positions, keep + reserve) : max_positions;
     const size_t bytes = static_cast<size_t>(cl.capacity) * cl.row * sizeof(float);
     G4_ASSIGN_OR_RETURN(cl.k, backend_.Allocate(bytes));
     G4_ASSIGN_OR_RETURN(cl.v, backend_.Allocate(bytes));
@@ -148,73 +159,20 @@ Status Model::Forward(std::span<const int32_t> tokens, KvCache& cache, int logit
     be.Scale(ple, n * pl, static_cast<float>(std::pow(2.0, -0.5)));
   }
 
+  const LayerBuffers bufs{x, h, o, f, q, attn, gate, up, ple, ple_gate, route};
   for (int i = 0; i < c.num_layers; ++i) {
     const LayerConfig& l = c.layers[i];
-    const LayerWeights& lw = w.layers[i];
-    const int hd = l.head_dim;
-
-    // Attention block.
-    be.RmsNorm(h, x, lw.input_norm, n, H, c.rms_eps);
-    be.MatMul(q, h, lw.q_proj, n);
-    be.RmsNorm(q, q, lw.q_norm, n * l.heads, hd, c.rms_eps);
-    be.Rope(q, n, l.heads, l.inv_freq, positions);
-    if (!l.kv_shared) {
-      const F32 k{layer_k_[i].get(), 0}, v{layer_v_[i].get(), 0};
-      be.MatMul(k, h, lw.k_proj, n);
-      if (l.k_eq_v) {
-        be.RmsNorm(v, k, Weight{}, n * l.kv_heads, hd, c.rms_eps);  // values: k before its norm
-      } else {
-        be.MatMul(v, h, lw.v_proj, n);
-        be.RmsNorm(v, v, Weight{}, n * l.kv_heads, hd, c.rms_eps);
-      }
-      be.RmsNorm(k, k, lw.k_norm, n * l.kv_heads, hd, c.rms_eps);
-      be.Rope(k, n, l.kv_heads, l.inv_freq, positions);
-    }
     const int src = l.kv_source;
     const KvCache::Layer& cl = cache.layers_[src];
-    AttentionShape shape;
-    shape.rows = n;
-    shape.heads = l.heads;
-    shape.kv_heads = l.kv_heads;
-    shape.head_dim = hd;
-    shape.window = l.window;
-    shape.start = start;
-    shape.cached = std::min(start, cl.capacity);
-    shape.capacity = cl.capacity;
-    be.Attention(attn, q, F32{layer_k_[src].get(), 0}, F32{layer_v_[src].get(), 0}, F32{cl.k.get(), 0},
-                 F32{cl.v.get(), 0}, shape);
-    be.MatMul(o, attn, lw.o_proj, n);
-    be.RmsNorm(o, o, lw.post_attn_norm, n, H, c.rms_eps);
-    be.Add(x, x, o, static_cast<size_t>(n) * H);
-
-    // MLP block (and the experts beside it).
-    be.RmsNorm(h, x, lw.pre_ff_norm, n, H, c.rms_eps);
-    be.MatMul(gate, h, lw.gate_proj, n);
-    be.MatMul(up, h, lw.up_proj, n);
-    be.GeluMul(gate, gate, up, n, l.intermediate, l.intermediate);
-    be.MatMul(o, gate, lw.down_proj, n);
-    if (c.moe) {
-      MoeShape ms{n, H, c.num_experts, c.top_k_experts, c.moe_intermediate};
-      const F32 idx = route, wts = route.At(static_cast<size_t>(n) * c.top_k_experts);
-      be.RmsNorm(o, o, lw.post_ff_norm_1, n, H, c.rms_eps);
-      be.MoeRoute(idx, wts, x, lw.router_scale, lw.router_proj, lw.per_expert_scale, ms, c.rms_eps);
-      be.RmsNorm(h, x, lw.pre_ff_norm_2, n, H, c.rms_eps);
-      be.MoeExperts(f, h, lw.experts_gate_up, lw.experts_down, idx, wts, ms);
-      be.RmsNorm(f, f, lw.post_ff_norm_2, n, H, c.rms_eps);
-      be.Add(o, o, f, static_cast<size_t>(n) * H);
-    }
-    be.RmsNorm(o, o, lw.post_ff_norm, n, H, c.rms_eps);
-    be.Add(x, x, o, static_cast<size_t>(n) * H);
-
-    // Per-layer embedding block.
-    if (c.ple_dim) {
-      be.MatMul(ple_gate, x, lw.ple_gate, n);
-      be.GeluMul(ple_gate, ple_gate, ple.At(static_cast<size_t>(i) * c.ple_dim), n, c.ple_dim, static_cast<int>(pl));
-      be.MatMul(o, ple_gate, lw.ple_proj, n);
-      be.RmsNorm(o, o, lw.post_ple_norm, n, H, c.rms_eps);
-      be.Add(x, x, o, static_cast<size_t>(n) * H);
-    }
-    be.Scale(x, static_cast<size_t>(n) * H, w.layer_scalars[i]);
+    LayerKv kv;
+    kv.k_new = F32{layer_k_[src].get(), 0};
+    kv.v_new = F32{layer_v_[src].get(), 0};
+    kv.k_cache = F32{cl.k.get(), 0};
+    kv.v_cache = F32{cl.v.get(), 0};
+    kv.cached = std::min(start, cl.capacity);
+    kv.capacity = cl.capacity;
+    kv.window = l.window;
+    RunLayer(be, c, i, w.layers[i], w.layer_scalars[i], bufs, n, positions, kv);
   }
 
   // Commit the new positions' K/V.

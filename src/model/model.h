@@ -28,6 +28,10 @@ class KvCache {
   int64_t max_positions() const { return max_positions_; }
   size_t bytes() const;
   void Clear() { length_ = 0; }
+  // Forgets positions length..: a speculative round keeps only what verification accepted. At
+  // most `reserve` (see Model::NewCache) positions may be dropped after a forward.
+  Status Rollback(int64_t length);
+  const Layer& layer(int i) const { return layers_[i]; }
 
  private:
   friend class Model;
@@ -50,14 +54,18 @@ class Model {
   uint64_t WeightBytesPerToken() const;
   Backend& backend() { return backend_; }
 
-  // A cache for up to `max_positions` positions; `reserve` extra sliding slots let a caller run
-  // that many positions past a point it may roll back to.
-  Result<std::unique_ptr<KvCache>> NewCache(int64_t max_positions, int reserve = 0);
+  // A cache for up to `max_positions` positions. Sliding rings keep the last window - 1
+  // positions, or `sliding_keep` when more is read (the assistant reads window + 1), plus
+  // `reserve` slots so that a forward of that many positions can be rolled back.
+  Result<std::unique_ptr<KvCache>> NewCache(int64_t max_positions, int reserve = 0, int sliding_keep = 0);
 
   // Runs `tokens` at positions cache.length().. as one batch, appends their K/V to the cache and
   // writes the final (softcapped) logits of the last `logit_rows` rows, (logit_rows, vocab),
   // into `logits` (logit_rows 0: none).
   Status Forward(std::span<const int32_t> tokens, KvCache& cache, int logit_rows, std::vector<float>* logits);
+  // The final-normed hidden states of the last Forward's rows, (rows, hidden), on the backend.
+  F32 hidden_rows() { return Scratch(kHiddenSlot); }
+  static constexpr int kHiddenSlot = 1;  // the scratch slot that ends a Forward holding them
 
  private:
   Model(ModelConfig config, std::unique_ptr<Checkpoint> ckpt, Backend& backend)

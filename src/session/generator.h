@@ -20,6 +20,15 @@ struct GenerateOptions {
   std::vector<int> stop_ids;      // empty: the model's eos ids
 };
 
+// One speculative round, for tests and traces.
+struct RoundTrace {
+  int64_t position = 0;     // where the seed token runs
+  int seed = 0;             // the last emitted token, not yet run through the target
+  std::vector<int> drafts;  // the assistant's drafts
+  int accepted = 0;         // how many drafts verification kept
+  int bonus = 0;            // the target's token after the accepted drafts
+};
+
 struct GenerationStats {
   int prompt_tokens = 0;
   int generated_tokens = 0;
@@ -27,6 +36,15 @@ struct GenerationStats {
   int64_t decode_us = 0;
   double prefill_tokens_per_s() const;
   double decode_tokens_per_s() const;  // over the tokens after the first
+  // Speculative decoding (all zero for plain decoding).
+  int rounds = 0;                        // target verification forwards after the prefill
+  int drafted = 0;
+  int accepted = 0;
+  std::vector<int> accepted_per_position;  // (K) rounds in which draft j was accepted
+  std::vector<int> accepted_per_round;     // (rounds)
+  double acceptance_rate() const { return drafted ? static_cast<double>(accepted) / drafted : 0.0; }
+  // Tokens emitted per round (after the first, which the prefill gives).
+  double tokens_per_round() const { return rounds ? static_cast<double>(generated_tokens - 1) / rounds : 0.0; }
 };
 
 struct GenerationResult {
@@ -34,6 +52,7 @@ struct GenerationResult {
   std::string stop_reason;  // "eos" or "length"
   std::vector<std::vector<std::pair<int, float>>> top_logits;
   GenerationStats stats;
+  std::vector<RoundTrace> rounds;  // speculative decoding only
 };
 
 // `on_token` (may be empty) sees each token as it is chosen.

@@ -1,0 +1,184 @@
+#include "model/assistant.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "model/layer.h"
+
+namespace g4 {
+namespace {
+
+enum Slot { kIn2, kX, kH, kO, kF, kQ, kAttn, kGate, kUp, kLogits, kSelected, kNumSlots };
+
+}  // namespace
+
+int Assistant::SlidingKeep() const {
+  int keep = 0;
+  for (const auto& l : config_.text.layers) {
+    if (l.window) keep = std::max(keep, l.window + 1);
+  }
+  return keep;
+}
+
+Result<std::unique_ptr<Assistant>> Assistant::Load(const std::string& dir, Backend& backend, Model& target) {
+  const std::string config_path = JoinPath(dir, "config.json");
+  G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(config_path));
+  G4_ASSIGN_OR_RETURN(AssistantConfig config, ParseAssistantConfig(text, config_path));
+  const ModelConfig& t = target.config();
+  const ModelConfig& a = config.text;
+
+  // Against the target, before anything is allocated.
+  if (config.backbone_hidden != t.hidden) {
+    return InvalidArgument(config_path + ": backbone_hidden_size " + std::to_string(config.backbone_hidden) +
+                           " differs from the target's hidden size " + std::to_string(t.hidden));
+  }
+  if (a.vocab != t.vocab) {
+    return InvalidArgument(config_path + ": vocab_size " + std::to_string(a.vocab) + " differs from the target's " +
+                           std::to_string(t.vocab));
+  }
+  int donor_sliding = -1, donor_full = -1;
+  for (int i = 0; i < t.num_layers; ++i) {
+    if (t.layers[i].kv_shared) continue;
+    (t.layers[i].type == AttentionType::kFull ? donor_full : donor_sliding) = i;
+  }
+  for (int i = 0; i < a.num_layers; ++i) {
+    const LayerConfig& l = a.layers[i];
+    const bool full = l.type == AttentionType::kFull;
+    const int donor = full ? donor_full : donor_sliding;
+    const std::string where = config_path + ": layer " + std::to_string(i) + " (" + (full ? "full" : "sliding") + "): ";
+    if (donor < 0) return InvalidArgument(where + "the target has no layer of this type with its own K/V");
+    const LayerConfig& d = t.layers[donor];
+    if (l.head_dim != d.head_dim || l.kv_heads != d.kv_heads) {
+      return InvalidArgument(where + "head_dim " + std::to_string(l.head_dim) + " and " + std::to_string(l.kv_heads) +
+                             " KV heads differ from the target's donor layer " + std::to_string(donor) + " (" +
+                             std::to_string(d.head_dim) + ", " + std::to_string(d.kv_heads) + ")");
+    }
+  }
+
+  G4_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> ckpt, Checkpoint::Open(dir));
+  std::unique_ptr<Assistant> as(new Assistant(std::move(config), std::move(ckpt), backend, target));
+  as->donor_sliding_ = donor_sliding;
+  as->donor_full_ = donor_full;
+  const AssistantConfig& c = as->config_;
+  const int h = c.text.hidden, hb = c.backbone_hidden;
+  std::vector<WeightSpec> specs = ListWeights(c.text, &as->weights_);
+  for (WeightSpec& s : specs) s.name = "model." + s.name;
+  specs.push_back({"pre_projection.weight", {h, 2 * int64_t{hb}}, &as->pre_projection_});
+  specs.push_back({"post_projection.weight", {hb, h}, &as->post_projection_});
+  Weight ordering;
+  if (c.ordered_embeddings) {
+    specs.push_back({"masked_embedding.centroids.weight", {c.num_centroids, h}, &as->centroids_});
+    specs.push_back({"masked_embedding.token_ordering", {c.text.vocab}, &ordering, /*integer=*/true});
+  }
+  G4_ASSIGN_OR_RETURN(WeightPlan plan, PlanWeights(*as->ckpt_, specs));
+  if (c.ordered_embeddings) {
+    // The ordering stays on the host: a permutation of the vocabulary, checked before loading.
+    const CheckpointTensor* t_ord = as->ckpt_->Find("masked_embedding.token_ordering");
+    std::vector<int64_t> raw(c.text.vocab);
+    G4_RETURN_IF_ERROR(as->ckpt_->file(t_ord->file).Read(t_ord->info.offset, t_ord->info.bytes, raw.data()));
+    std::vector<bool> seen(c.text.vocab, false);
+    for (int64_t v : raw) {
+      if (v < 0 || v >= c.text.vocab || seen[v]) {
+        return InvalidArgument(as->ckpt_->file(t_ord->file).Name() +
+                               ": tensor masked_embedding.token_ordering is not a permutation of the vocabulary");
+      }
+      seen[v] = true;
+      as->token_ordering_.push_back(static_cast<int32_t>(v));
+    }
+    plan.items.pop_back();  // not needed on the backend
+  }
+  std::map<std::string, uint64_t> by_dtype;
+  G4_RETURN_IF_ERROR(LoadPlan(*as->ckpt_, plan, backend, &as->buffers_, &by_dtype));
+  G4_RETURN_IF_ERROR(ReadLayerScalars(*as->ckpt_, "model.", c.text.num_layers, &as->weights_.layer_scalars));
+  G4_RETURN_IF_ERROR(as->AllocateScratch());
+  return as;
+}
+
+Status Assistant::AllocateScratch() {
+  const ModelConfig& c = config_.text;
+  int max_q = 0, max_inter = 0;
+  for (const auto& l : c.layers) {
+    max_q = std::max(max_q, l.heads * l.head_dim);
+    max_inter = std::max(max_inter, l.intermediate);
+  }
+  const int per = config_.ordered_embeddings ? c.vocab / config_.num_centroids : 0;
+  const size_t sizes[kNumSlots] = {static_cast<size_t>(2 * config_.backbone_hidden),
+                                   static_cast<size_t>(c.hidden), static_cast<size_t>(c.hidden),
+                                   static_cast<size_t>(c.hidden), static_cast<size_t>(c.hidden),
+                                   static_cast<size_t>(max_q), static_cast<size_t>(max_q),
+                                   static_cast<size_t>(max_inter), static_cast<size_t>(max_inter),
+                                   static_cast<size_t>(std::max(c.vocab, config_.num_centroids)),
+                                   static_cast<size_t>(std::max(1, config_.centroid_top_k * per))};
+  for (size_t s : sizes) {
+    G4_ASSIGN_OR_RETURN(auto b, backend_.Allocate(s * sizeof(float)));
+    scratch_.push_back(std::move(b));
+  }
+  return Status::Ok();
+}
+
+Status Assistant::Draft(int32_t token, F32 state_in, int64_t position, const KvCache& cache,
+                        std::vector<float>* logits, F32 state_out) {
+  const ModelConfig& c = config_.text;
+  if (cache.length() != position) return InvalidArgument("draft: the cache must hold exactly the positions before it");
+  if (token < 0 || token >= c.vocab) return InvalidArgument("draft: token id outside the vocabulary");
+  Backend& be = backend_;
+  auto S = [&](int slot) { return F32{scratch_[slot].get(), 0}; };
+  const int hb = config_.backbone_hidden;
+  const F32 in2 = S(kIn2), y = S(kH);
+
+  // z = pre_projection(concat(E_target[token] * sqrt(backbone_hidden), state)).
+  be.Embed(in2, target_.weights().embed, std::span<const int32_t>(&token, 1), std::sqrt(static_cast<float>(hb)));
+  be.Copy(in2.At(hb), state_in, hb);
+  be.MatMul(S(kX), in2, pre_projection_, 1);
+
+  const LayerBuffers bufs{S(kX), S(kH), S(kO), S(kF), S(kQ), S(kAttn), S(kGate), S(kUp), F32{}, F32{}, F32{}};
+  const int64_t positions[1] = {position};
+  for (int i = 0; i < c.num_layers; ++i) {
+    const LayerConfig& l = c.layers[i];
+    const KvCache::Layer& cl = cache.layer(l.type == AttentionType::kFull ? donor_full_ : donor_sliding_);
+    LayerKv kv;
+    kv.k_new = kv.k_cache = F32{cl.k.get(), 0};
+    kv.v_new = kv.v_cache = F32{cl.v.get(), 0};
+    kv.cached = std::min(position, cl.capacity);
+    kv.capacity = cl.capacity;
+    kv.window = l.window ? l.window + 1 : 0;  // the reference's bidirectional window: distance <= window
+    kv.past_only = true;
+    if (std::min<int64_t>(position, kv.window ? kv.window : position) > kv.cached) {
+      return FailedPrecondition("draft: the target's cache keeps too few positions for the assistant");
+    }
+    RunLayer(be, c, i, weights_.layers[i], weights_.layer_scalars[i], bufs, 1, positions, kv);
+  }
+  be.RmsNorm(y, S(kX), weights_.final_norm, 1, c.hidden, c.rms_eps);
+
+  logits->resize(c.vocab);
+  if (config_.ordered_embeddings) {
+    // Score only the tokens of the top-k centroids; everything else gets their minimum - 1.
+    const int C = config_.num_centroids, per = c.vocab / C, k = config_.centroid_top_k;
+    std::vector<float> cent(C);
+    be.MatMul(S(kLogits), y, centroids_, 1);
+    G4_RETURN_IF_ERROR(be.Download(*scratch_[kLogits], 0, cent.data(), C * sizeof(float)));
+    std::vector<int> order(C);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](int a, int b) { return cent[a] > cent[b] || (cent[a] == cent[b] && a < b); });
+    std::vector<int32_t> rows;
+    for (int j = 0; j < k; ++j) {
+      rows.insert(rows.end(), token_ordering_.begin() + order[j] * per, token_ordering_.begin() + (order[j] + 1) * per);
+    }
+    std::vector<float> sel(rows.size());
+    be.GatherMatVec(S(kSelected), y, weights_.embed, rows);
+    G4_RETURN_IF_ERROR(be.Download(*scratch_[kSelected], 0, sel.data(), sel.size() * sizeof(float)));
+    const float fill = *std::min_element(sel.begin(), sel.end()) - 1.0f;
+    std::fill(logits->begin(), logits->end(), fill);
+    for (size_t j = 0; j < rows.size(); ++j) (*logits)[rows[j]] = sel[j];
+  } else {
+    be.MatMul(S(kLogits), y, weights_.embed, 1);
+    G4_RETURN_IF_ERROR(be.Download(*scratch_[kLogits], 0, logits->data(), c.vocab * sizeof(float)));
+  }
+  be.MatMul(state_out, y, post_projection_, 1);
+  return Status::Ok();
+}
+
+}  // namespace g4

@@ -1,0 +1,54 @@
+// The Gemma 4 MTP assistant: a small query-only decoder that drafts tokens from the target's
+// last hidden state and the target's donor K/V (the last full and last sliding layer that own a
+// cache), with its own tied head or a centroid-masked head.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+
+namespace g4 {
+
+class Assistant {
+ public:
+  // Loads DIR (config.json, safetensors) for `target`: everything is checked against the target
+  // (hidden size, vocabulary, the donor layers' head dims and KV heads) before anything is
+  // allocated; on error the target is untouched.
+  static Result<std::unique_ptr<Assistant>> Load(const std::string& dir, Backend& backend, Model& target);
+
+  const AssistantConfig& config() const { return config_; }
+  // Sliding positions the target's cache must hold for drafting (window + 1).
+  int SlidingKeep() const;
+  int backbone_hidden() const { return config_.backbone_hidden; }
+  // The target layers whose K/V the assistant's sliding and full layers read.
+  int donor_sliding() const { return donor_sliding_; }
+  int donor_full() const { return donor_full_; }
+
+  // One draft step at `position` (the target has run positions 0..position-1 into `cache`):
+  // from `token` and the state `state_in` (backbone_hidden), writes the draft logits (vocab,
+  // host) and the next state into `state_out` (backbone_hidden, on the backend).
+  Status Draft(int32_t token, F32 state_in, int64_t position, const KvCache& cache, std::vector<float>* logits,
+               F32 state_out);
+
+ private:
+  Assistant(AssistantConfig config, std::unique_ptr<Checkpoint> ckpt, Backend& backend, Model& target)
+      : config_(std::move(config)), ckpt_(std::move(ckpt)), backend_(backend), target_(target) {}
+  Status AllocateScratch();
+
+  AssistantConfig config_;
+  std::unique_ptr<Checkpoint> ckpt_;
+  Backend& backend_;
+  Model& target_;
+  ModelWeights weights_;          // the decoder: embed (vocab, hidden) is the tied head
+  Weight pre_projection_;         // (hidden, 2 * backbone_hidden)
+  Weight post_projection_;        // (backbone_hidden, hidden)
+  Weight centroids_;              // (num_centroids, hidden), with ordered embeddings
+  std::vector<int32_t> token_ordering_;  // (vocab) token ids, num_centroids rows of vocab / num_centroids
+  std::vector<std::unique_ptr<Buffer>> buffers_;
+  std::vector<std::unique_ptr<Buffer>> scratch_;
+  int donor_sliding_ = -1, donor_full_ = -1;
+};
+
+}  // namespace g4

@@ -1,0 +1,73 @@
+#include "model/layer.h"
+
+namespace g4 {
+
+void RunLayer(Backend& be, const ModelConfig& c, int i, const LayerWeights& lw, float layer_scalar,
+              const LayerBuffers& b, int n, std::span<const int64_t> positions, const LayerKv& kv) {
+  const LayerConfig& l = c.layers[i];
+  const int H = c.hidden, hd = l.head_dim;
+  const size_t nh = static_cast<size_t>(n) * H;
+
+  // Attention block.
+  be.RmsNorm(b.h, b.x, lw.input_norm, n, H, c.rms_eps);
+  be.MatMul(b.q, b.h, lw.q_proj, n);
+  be.RmsNorm(b.q, b.q, lw.q_norm, n * l.heads, hd, c.rms_eps);
+  be.Rope(b.q, n, l.heads, l.inv_freq, positions);
+  if (!l.kv_shared) {
+    be.MatMul(kv.k_new, b.h, lw.k_proj, n);
+    if (l.k_eq_v) {
+      be.RmsNorm(kv.v_new, kv.k_new, Weight{}, n * l.kv_heads, hd, c.rms_eps);  // values: k before its norm
+    } else {
+      be.MatMul(kv.v_new, b.h, lw.v_proj, n);
+      be.RmsNorm(kv.v_new, kv.v_new, Weight{}, n * l.kv_heads, hd, c.rms_eps);
+    }
+    be.RmsNorm(kv.k_new, kv.k_new, lw.k_norm, n * l.kv_heads, hd, c.rms_eps);
+    be.Rope(kv.k_new, n, l.kv_heads, l.inv_freq, positions);
+  }
+  AttentionShape shape;
+  shape.rows = n;
+  shape.heads = l.heads;
+  shape.kv_heads = l.kv_heads;
+  shape.head_dim = hd;
+  shape.window = kv.window;
+  shape.start = positions[0];
+  shape.cached = kv.cached;
+  shape.capacity = kv.capacity;
+  shape.past_only = kv.past_only;
+  be.Attention(b.attn, b.q, kv.k_new, kv.v_new, kv.k_cache, kv.v_cache, shape);
+  be.MatMul(b.o, b.attn, lw.o_proj, n);
+  be.RmsNorm(b.o, b.o, lw.post_attn_norm, n, H, c.rms_eps);
+  be.Add(b.x, b.x, b.o, nh);
+
+  // MLP block, and the experts beside it (the router reads the residual after attention).
+  be.RmsNorm(b.h, b.x, lw.pre_ff_norm, n, H, c.rms_eps);
+  be.MatMul(b.gate, b.h, lw.gate_proj, n);
+  be.MatMul(b.up, b.h, lw.up_proj, n);
+  be.GeluMul(b.gate, b.gate, b.up, n, l.intermediate, l.intermediate);
+  be.MatMul(b.o, b.gate, lw.down_proj, n);
+  if (c.moe) {
+    const MoeShape ms{n, H, c.num_experts, c.top_k_experts, c.moe_intermediate};
+    const F32 idx = b.route, wts = b.route.At(static_cast<size_t>(n) * c.top_k_experts);
+    be.RmsNorm(b.o, b.o, lw.post_ff_norm_1, n, H, c.rms_eps);
+    be.MoeRoute(idx, wts, b.x, lw.router_scale, lw.router_proj, lw.per_expert_scale, ms, c.rms_eps);
+    be.RmsNorm(b.h, b.x, lw.pre_ff_norm_2, n, H, c.rms_eps);
+    be.MoeExperts(b.f, b.h, lw.experts_gate_up, lw.experts_down, idx, wts, ms);
+    be.RmsNorm(b.f, b.f, lw.post_ff_norm_2, n, H, c.rms_eps);
+    be.Add(b.o, b.o, b.f, nh);
+  }
+  be.RmsNorm(b.o, b.o, lw.post_ff_norm, n, H, c.rms_eps);
+  be.Add(b.x, b.x, b.o, nh);
+
+  // Per-layer embedding block.
+  if (c.ple_dim) {
+    const int pl = c.num_layers * c.ple_dim;
+    be.MatMul(b.ple_gate, b.x, lw.ple_gate, n);
+    be.GeluMul(b.ple_gate, b.ple_gate, b.ple.At(static_cast<size_t>(i) * c.ple_dim), n, c.ple_dim, pl);
+    be.MatMul(b.o, b.ple_gate, lw.ple_proj, n);
+    be.RmsNorm(b.o, b.o, lw.post_ple_norm, n, H, c.rms_eps);
+    be.Add(b.x, b.x, b.o, nh);
+  }
+  be.Scale(b.x, nh, layer_scalar);
+}
+
+}  // namespace g4

@@ -1,0 +1,44 @@
+// One Gemma 4 decoder layer, written once for the target and the MTP assistant: norm,
+// attention, post-norm, residual; norm, MLP (and experts), post-norm, residual; per-layer
+// embedding; layer scalar.
+#pragma once
+
+#include <span>
+
+#include "backend/backend.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace g4 {
+
+// Work buffers of a pass over `rows` rows.
+struct LayerBuffers {
+  F32 x;         // (rows, hidden) residual stream, updated in place
+  F32 h;         // (rows, hidden)
+  F32 o;         // (rows, hidden)
+  F32 f;         // (rows, hidden)
+  F32 q;         // (rows, heads * head_dim)
+  F32 attn;      // (rows, heads * head_dim)
+  F32 gate;      // (rows, intermediate)
+  F32 up;        // (rows, intermediate)
+  F32 ple;       // (rows, layers * ple_dim) per-layer inputs, when the model has them
+  F32 ple_gate;  // (rows, ple_dim)
+  F32 route;     // (rows, 2 * top_k) expert indices, then weights
+};
+
+// What a layer's attention reads and writes.
+struct LayerKv {
+  F32 k_new;     // (rows, kv_heads * head_dim): written by layers with their own K/V, read by all
+  F32 v_new;     // (rows, kv_heads * head_dim)
+  F32 k_cache;   // (capacity, kv_heads * head_dim) ring of earlier positions
+  F32 v_cache;
+  int64_t cached = 0;
+  int64_t capacity = 0;
+  int window = 0;          // positions visible to a query (0: all)
+  bool past_only = false;  // queries see only earlier positions (assistant drafting)
+};
+
+void RunLayer(Backend& be, const ModelConfig& c, int i, const LayerWeights& lw, float layer_scalar,
+              const LayerBuffers& b, int rows, std::span<const int64_t> positions, const LayerKv& kv);
+
+}  // namespace g4

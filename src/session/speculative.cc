@@ -1,0 +1,169 @@
+#include "session/speculative.h"
+
+#include <algorithm>
+
+namespace g4 {
+namespace {
+
+// Samples from the normalised max(0, p - q); falls back to p when the residual is empty.
+int SampleResidual(const std::vector<float>& p, const std::vector<float>& q, Rng& rng) {
+  std::vector<double> r(p.size());
+  double sum = 0.0;
+  for (size_t i = 0; i < p.size(); ++i) sum += (r[i] = std::max(0.0, static_cast<double>(p[i]) - q[i]));
+  if (sum <= 0.0) {
+    for (size_t i = 0; i < p.size(); ++i) sum += (r[i] = p[i]);
+  }
+  const double u = rng.Uniform() * sum;
+  double cum = 0.0;
+  int last = 0;
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (r[i] <= 0.0) continue;
+    cum += r[i];
+    last = static_cast<int>(i);
+    if (u < cum) return last;
+  }
+  return last;
+}
+
+int SampleFrom(const std::vector<float>& p, Rng& rng) {
+  const double u = rng.Uniform();
+  double cum = 0.0;
+  int last = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] <= 0.0f) continue;
+    cum += p[i];
+    last = static_cast<int>(i);
+    if (u < cum) return last;
+  }
+  return last;
+}
+
+}  // namespace
+
+Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant, std::span<const int32_t> prompt,
+                                             const GenerateOptions& options, int k,
+                                             const std::function<void(int)>& on_token) {
+  if (prompt.empty()) return InvalidArgument("generate: the prompt is empty");
+  if (options.max_new_tokens < 0) return InvalidArgument("generate: max_new_tokens must be >= 0");
+  if (k < 1 || k > kMaxDraftTokens) {
+    return InvalidArgument("generate: draft tokens must be in 1.." + std::to_string(kMaxDraftTokens));
+  }
+  G4_RETURN_IF_ERROR(ValidateSamplerOptions(options.sampler));
+  const std::vector<int>& stops = options.stop_ids.empty() ? target.config().eos_ids : options.stop_ids;
+  auto is_stop = [&](int t) { return std::find(stops.begin(), stops.end(), t) != stops.end(); };
+  const bool greedy = options.sampler.temperature == 0.0f;
+  const Sampler shaper(options.sampler);  // turns logits into the distributions sampling draws from
+  Rng rng(options.sampler.seed);
+
+  GenerationResult result;
+  result.stop_reason = "length";
+  GenerationStats& st = result.stats;
+  st.prompt_tokens = static_cast<int>(prompt.size());
+  st.accepted_per_position.assign(k, 0);
+  if (options.max_new_tokens == 0) return result;
+
+  Backend& be = target.backend();
+  const int H = target.config().hidden, V = target.config().vocab;
+  const int64_t max_positions = static_cast<int64_t>(prompt.size()) + options.max_new_tokens + k + 1;
+  G4_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, target.NewCache(max_positions, k + 1, assistant.SlidingKeep()));
+  // The seed state lives in A; draft steps alternate between A and B.
+  G4_ASSIGN_OR_RETURN(auto state_a, be.Allocate(H * sizeof(float)));
+  G4_ASSIGN_OR_RETURN(auto state_b, be.Allocate(H * sizeof(float)));
+  const F32 state{state_a.get(), 0};
+
+  std::vector<float> logits, draft_logits;
+  // Emits a token chosen by `row` of the last target logits.
+  auto emit = [&](int t, size_t row) {
+    result.tokens.push_back(t);
+    if (options.top_logits > 0) {
+      result.top_logits.push_back(TopK(std::span<const float>(&logits[row * V], V), options.top_logits));
+    }
+    if (on_token) on_token(t);
+  };
+
+  const int64_t t0_us = MonotonicMicros();
+  G4_RETURN_IF_ERROR(target.Forward(prompt, *cache, 1, &logits));
+  const int64_t t1_us = MonotonicMicros();
+  st.prefill_us = t1_us - t0_us;
+  be.Copy(state, target.hidden_rows().At(static_cast<size_t>(prompt.size() - 1) * H), H);
+  int seed = greedy ? Argmax(logits) : SampleFrom(shaper.Distribution(logits), rng);
+  emit(seed, 0);
+  bool done = is_stop(seed);
+  if (done) result.stop_reason = "eos";
+
+  std::vector<int32_t> verify;
+  std::vector<std::vector<float>> q_dists;
+  while (!done && static_cast<int>(result.tokens.size()) < options.max_new_tokens) {
+    const int64_t p = cache->length();
+    const int remaining = options.max_new_tokens - static_cast<int>(result.tokens.size());
+    const int nd = std::min(k, remaining - 1);
+    RoundTrace round;
+    round.position = p;
+    round.seed = seed;
+    // Draft nd tokens at position p.
+    int tok = seed;
+    F32 s_in = state, s_out{state_b.get(), 0};
+    q_dists.clear();
+    for (int j = 0; j < nd; ++j) {
+      G4_RETURN_IF_ERROR(assistant.Draft(tok, s_in, p, *cache, &draft_logits, s_out));
+      if (greedy) {
+        tok = Argmax(draft_logits);
+      } else {
+        q_dists.push_back(shaper.Distribution(draft_logits));
+        tok = SampleFrom(q_dists.back(), rng);
+      }
+      round.drafts.push_back(tok);
+      std::swap(s_in, s_out);
+    }
+    // Verify [seed, drafts] in one forward.
+    verify.assign(1, seed);
+    verify.insert(verify.end(), round.drafts.begin(), round.drafts.end());
+    G4_RETURN_IF_ERROR(target.Forward(verify, *cache, nd + 1, &logits));
+    int m = 0, bonus = 0;
+    if (greedy) {
+      while (m < nd && round.drafts[m] == Argmax(std::span<const float>(&logits[static_cast<size_t>(m) * V], V))) ++m;
+      bonus = Argmax(std::span<const float>(&logits[static_cast<size_t>(m) * V], V));
+    } else {
+      bool rejected = false;
+      for (; m < nd; ++m) {
+        const std::vector<float> pd = shaper.Distribution(std::span<const float>(&logits[static_cast<size_t>(m) * V], V));
+        const int c = round.drafts[m];
+        const double ratio = q_dists[m][c] > 0.0f ? static_cast<double>(pd[c]) / q_dists[m][c] : 1.0;
+        if (rng.Uniform() < ratio) continue;
+        bonus = SampleResidual(pd, q_dists[m], rng);
+        rejected = true;
+        break;
+      }
+      if (!rejected) {
+        bonus = SampleFrom(shaper.Distribution(std::span<const float>(&logits[static_cast<size_t>(nd) * V], V)), rng);
+      }
+    }
+    round.accepted = m;
+    round.bonus = bonus;
+    st.rounds++;
+    st.drafted += nd;
+    st.accepted += m;
+    st.accepted_per_round.push_back(m);
+    for (int j = 0; j < m; ++j) st.accepted_per_position[j]++;
+    result.rounds.push_back(round);
+    // Emit the accepted drafts and the bonus; a stop token among them ends generation there.
+    for (int j = 0; j <= m && !done; ++j) {
+      const int t = j < m ? round.drafts[j] : bonus;
+      emit(t, static_cast<size_t>(j));
+      if (is_stop(t)) {
+        done = true;
+        result.stop_reason = "eos";
+      }
+    }
+    // Keep the K/V of seed + accepted drafts; the next round starts from the bonus token with
+    // the hidden state that produced it.
+    G4_RETURN_IF_ERROR(cache->Rollback(p + m + 1));
+    be.Copy(state, target.hidden_rows().At(static_cast<size_t>(m) * H), H);
+    seed = bonus;
+  }
+  st.decode_us = MonotonicMicros() - t1_us;
+  st.generated_tokens = static_cast<int>(result.tokens.size());
+  return result;
+}
+
+}  // namespace g4
