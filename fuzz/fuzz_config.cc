@@ -8,6 +8,13 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
+  // The same bytes as an MTP assistant's config: its decoder must be query-only throughout.
+  if (auto a = g4::ParseAssistantConfig(text, "fuzz/assistant/config.json"); a.ok()) {
+    for (const auto& l : a->text.layers) {
+      if (!l.kv_shared || l.kv_source != -1) std::abort();
+    }
+    if (a->ordered_embeddings && (a->num_centroids <= 0 || a->text.vocab % a->num_centroids)) std::abort();
+  }
   auto r = g4::ParseModelConfig(text, "fuzz/config.json");
   if (!r.ok()) return 0;
   const g4::ModelConfig& c = *r;

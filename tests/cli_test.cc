@@ -163,3 +163,46 @@ TEST(Cli, GenerateFromTextWithTheTokenizerBesideTheModel) {
 
 }  // namespace
 }  // namespace g4
+
+namespace g4 {
+namespace {
+
+TEST(Cli, SpeculativeGenerateReportsCountersAndKeepsTokens) {
+  const std::string dir = test::TestData("models/dense");
+  const auto golden = test::ReadJson(dir + "/assistant_plain/golden.json");
+  const auto& trace = golden["traces"][0];
+  std::string ids;
+  for (int id : trace["prompt_ids"]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  const std::string base = "generate --model " + dir + " --prompt-ids " + ids + " --max-new-tokens 20 --json";
+  CliRun plain = Cli(base);
+  CliRun spec = Cli(base + " --assistant " + dir + "/assistant_plain --draft-tokens 2");
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  ASSERT_EQ(spec.code, 0) << spec.out;
+  const auto p = nlohmann::json::parse(LastLine(plain.out)), s = nlohmann::json::parse(LastLine(spec.out));
+  EXPECT_EQ(s["tokens"], p["tokens"]);
+  EXPECT_EQ(s["tokens"], trace["k2"]["tokens"]);
+  EXPECT_EQ(s["stats"]["rounds"].get<size_t>(), trace["k2"]["rounds"].size());
+  std::vector<int> per_round;
+  int accepted = 0, drafted = 0;
+  for (const auto& r : trace["k2"]["rounds"]) {
+    per_round.push_back(r["accepted"]);
+    accepted += r["accepted"].get<int>();
+    drafted += static_cast<int>(r["drafts"].size());
+  }
+  EXPECT_EQ(s["stats"]["accepted_per_round"].get<std::vector<int>>(), per_round);
+  EXPECT_EQ(s["stats"]["accepted"], accepted);
+  EXPECT_EQ(s["stats"]["drafted"], drafted);
+  EXPECT_NEAR(s["stats"]["acceptance_rate"].get<double>(), static_cast<double>(accepted) / drafted, 1e-9);
+  EXPECT_EQ(p["stats"]["rounds"], 0);
+  EXPECT_EQ(p["stats"]["drafted"], 0);
+  CliRun bad = Cli(base + " --assistant " + dir + "/assistant_plain --draft-tokens 9");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.out.find("--draft-tokens"), std::string::npos) << bad.out;
+  CliRun mismatch = Cli("generate --model " + test::TestData("models/e2b_mini") + " --prompt-ids 2 --assistant " + dir +
+                        "/assistant_plain");
+  EXPECT_EQ(mismatch.code, 1);
+  EXPECT_NE(mismatch.out.find("backbone_hidden_size"), std::string::npos) << mismatch.out;
+}
+
+}  // namespace
+}  // namespace g4

@@ -12,6 +12,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "model/assistant.h"
 #include "model/model.h"
 #include "model/synthetic.h"
 #include "session/generator.h"
@@ -53,10 +54,60 @@ double MeasureReadBandwidth(size_t bytes) {
   return best;
 }
 
+// Times a plain decode step, a draft step and a K+1-token verification side by side, and the
+// speedup they imply at several acceptance rates.
+Status BenchSpeculative(Model& model, const std::string& assistant_dir, Backend& backend,
+                        const std::vector<int32_t>& prompt, int k, int reps) {
+  G4_ASSIGN_OR_RETURN(std::unique_ptr<Assistant> as, Assistant::Load(assistant_dir, backend, model));
+  const int H = model.config().hidden;
+  G4_ASSIGN_OR_RETURN(auto cache, model.NewCache(static_cast<int64_t>(prompt.size()) + reps + k + 2, k + 1,
+                                                 as->SlidingKeep()));
+  G4_ASSIGN_OR_RETURN(auto state_buf, backend.Allocate(H * sizeof(float)));
+  G4_ASSIGN_OR_RETURN(auto next_buf, backend.Allocate(H * sizeof(float)));
+  const F32 state{state_buf.get(), 0}, next{next_buf.get(), 0};
+  std::vector<float> logits;
+  G4_RETURN_IF_ERROR(model.Forward(prompt, *cache, 1, &logits));
+  backend.Copy(state, model.hidden_rows().At((prompt.size() - 1) * H), H);
+  const int64_t p = cache->length();
+  // Plain step: one token, rolled back each time so every repetition sees the same context.
+  const int32_t tok = prompt.back();
+  int64_t t0 = MonotonicMicros();
+  for (int r = 0; r < reps; ++r) {
+    G4_RETURN_IF_ERROR(model.Forward(std::span<const int32_t>(&tok, 1), *cache, 1, &logits));
+    G4_RETURN_IF_ERROR(cache->Rollback(p));
+  }
+  const double plain_us = (MonotonicMicros() - t0) / static_cast<double>(reps);
+  t0 = MonotonicMicros();
+  for (int r = 0; r < reps; ++r) G4_RETURN_IF_ERROR(as->Draft(tok, state, p, *cache, &logits, next));
+  const double draft_us = (MonotonicMicros() - t0) / static_cast<double>(reps);
+  const std::vector<int32_t> verify(k + 1, tok);
+  t0 = MonotonicMicros();
+  for (int r = 0; r < reps; ++r) {
+    G4_RETURN_IF_ERROR(model.Forward(verify, *cache, k + 1, &logits));
+    G4_RETURN_IF_ERROR(cache->Rollback(p));
+  }
+  const double verify_us = (MonotonicMicros() - t0) / static_cast<double>(reps);
+  std::printf("speculative, K=%d (each averaged over %d runs):\n", k, reps);
+  std::printf("  plain decode step: %.2f ms\n", plain_us / 1000.0);
+  std::printf("  draft step: %.2f ms = %.3f x a plain step\n", draft_us / 1000.0, draft_us / plain_us);
+  std::printf("  %d-token verification: %.2f ms = %.3f x a plain step\n", k + 1, verify_us / 1000.0, verify_us / plain_us);
+  const double round_us = k * draft_us + verify_us;
+  std::printf("  round (K drafts + verification): %.3f x a plain step\n", round_us / plain_us);
+  for (double acc : {0.5, 0.7, 0.9}) {
+    double tokens = 0.0, pa = 1.0;  // expected tokens per round: sum of acc^i, i = 0..K
+    for (int i = 0; i <= k; ++i, pa *= acc) tokens += pa;
+    std::printf("  acceptance %.1f: %.2f tokens per round -> %.2fx plain decoding\n", acc, tokens,
+                tokens * plain_us / round_us);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 int RunBench(const std::vector<std::string>& argv) {
-  auto parsed = Args::Parse(argv, {"model", "prompt-tokens", "decode-tokens", "threads", "bandwidth-mib"}, {});
+  auto parsed = Args::Parse(argv, {"model", "assistant", "draft-tokens", "prompt-tokens", "decode-tokens", "threads",
+                                   "bandwidth-mib"},
+                            {});
   if (!parsed.ok()) return Fail(parsed.status());
   const Args& a = *parsed;
   if (!a.Has("model")) return Fail(InvalidArgument("bench: --model DIR is required (make one with gemma4 synth)"));
@@ -100,6 +151,13 @@ int RunBench(const std::vector<std::string>& argv) {
               decode_tps);
   std::printf("weights streamed per decoded token: %.3f GB -> %.2f GB/s = %.1f%% of measured bandwidth\n",
               per_token_gb, per_token_gb * decode_tps, bandwidth > 0 ? 100.0 * per_token_gb * decode_tps / bandwidth : 0.0);
+  if (a.Has("assistant")) {
+    auto k = a.GetInt("draft-tokens", 2, 1, 8);
+    if (!k.ok()) return Fail(k.status());
+    Status s = BenchSpeculative(**model, a.Get("assistant"), *backend, prompt, static_cast<int>(*k),
+                                static_cast<int>(*decode_tokens));
+    if (!s.ok()) return Fail(s);
+  }
   return 0;
 }
 

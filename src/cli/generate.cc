@@ -8,7 +8,9 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "model/model.h"
+#include "model/assistant.h"
 #include "session/generator.h"
+#include "session/speculative.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
@@ -32,7 +34,7 @@ Result<std::unique_ptr<Backend>> MakeBackend(const Args& a) {
 int RunGenerate(const std::vector<std::string>& argv) {
   auto parsed = Args::Parse(argv,
                             {"model", "prompt-ids", "prompt", "max-new-tokens", "temperature", "top-k", "top-p",
-                             "seed", "backend", "top-logits", "threads", "tokenizer"},
+                             "seed", "backend", "top-logits", "threads", "tokenizer", "assistant", "draft-tokens"},
                             {"json", "chat"});
   if (!parsed.ok()) return Fail(parsed.status());
   const Args& a = *parsed;
@@ -75,8 +77,12 @@ int RunGenerate(const std::vector<std::string>& argv) {
   auto top_p = a.GetDouble("top-p", 1.0);
   auto seed = a.GetInt("seed", 0, 0, (1ll << 62));
   auto top_logits = a.GetInt("top-logits", 0, 0, 1 << 20);
+  auto draft_tokens = a.GetInt("draft-tokens", 2, 1, kMaxDraftTokens);
+  if (a.Has("draft-tokens") && !a.Has("assistant")) {
+    return Fail(InvalidArgument("generate: --draft-tokens goes with --assistant DIR"));
+  }
   for (const Status* s : {&max_new.status(), &temperature.status(), &top_k.status(),
-                          &top_p.status(), &seed.status(), &top_logits.status()}) {
+                          &top_p.status(), &seed.status(), &top_logits.status(), &draft_tokens.status()}) {
     if (!s->ok()) return Fail(*s);
   }
   auto backend = MakeBackend(a);
@@ -95,7 +101,13 @@ int RunGenerate(const std::vector<std::string>& argv) {
   std::unique_ptr<StreamDecoder> stream;
   if (tokenizer) stream = std::make_unique<StreamDecoder>(*tokenizer);
   const std::vector<int>& stops = (*model)->config().eos_ids;
-  auto result = Generate(**model, prompt, opt, [&](int token) {
+  std::unique_ptr<Assistant> assistant;
+  if (a.Has("assistant")) {
+    auto as = Assistant::Load(a.Get("assistant"), **backend, **model);
+    if (!as.ok()) return Fail(as.status());
+    assistant = std::move(as).value();
+  }
+  auto on_token = [&](int token) {
     if (json_out) return;
     if (stream) {
       if (std::find(stops.begin(), stops.end(), token) == stops.end()) std::fputs(stream->Push(token).c_str(), stdout);
@@ -103,7 +115,9 @@ int RunGenerate(const std::vector<std::string>& argv) {
       std::printf("%d\n", token);
     }
     std::fflush(stdout);
-  });
+  };
+  auto result = assistant ? GenerateSpeculative(**model, *assistant, prompt, opt, static_cast<int>(*draft_tokens), on_token)
+                          : Generate(**model, prompt, opt, on_token);
   if (stream && !json_out) std::printf("%s\n", stream->Flush().c_str());
   if (!result.ok()) return Fail(result.status());
   const GenerationStats& st = result->stats;
@@ -125,7 +139,14 @@ int RunGenerate(const std::vector<std::string>& argv) {
           {"decode_ms", st.decode_us / 1000.0},
           {"prefill_tokens_per_s", st.prefill_tokens_per_s()},
           {"decode_tokens_per_s", st.decode_tokens_per_s()},
-          {"backend", (*backend)->Name()}}}};
+          {"backend", (*backend)->Name()},
+          {"rounds", st.rounds},
+          {"drafted", st.drafted},
+          {"accepted", st.accepted},
+          {"acceptance_rate", st.acceptance_rate()},
+          {"accepted_per_round", st.accepted_per_round},
+          {"accepted_per_position", st.accepted_per_position},
+          {"tokens_per_round", st.tokens_per_round()}}}};
     if (tokenizer) {
       // The generated text, without the stop token that ended it.
       std::vector<int32_t> text_ids(result->tokens.begin(), result->tokens.end());
@@ -137,6 +158,10 @@ int RunGenerate(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "stop: %s; prompt %d tokens, prefill %.1f ms (%.1f tok/s); %d generated, decode %.1f ms (%.1f tok/s)\n",
                  result->stop_reason.c_str(), st.prompt_tokens, st.prefill_us / 1000.0, st.prefill_tokens_per_s(),
                  st.generated_tokens, st.decode_us / 1000.0, st.decode_tokens_per_s());
+    if (assistant) {
+      std::fprintf(stderr, "speculative: %d rounds, %d drafted, %d accepted (%.1f%%), %.2f tokens per round\n", st.rounds,
+                   st.drafted, st.accepted, 100.0 * st.acceptance_rate(), st.tokens_per_round());
+    }
   }
   return 0;
 }

@@ -11,11 +11,12 @@ const char kUsage[] =
     "usage: gemma4 COMMAND [flags]\n"
     "  generate --model DIR (--prompt-ids 2,105,... | --prompt TEXT) [--max-new-tokens N]\n"
     "           [--temperature T] [--top-k K] [--top-p P] [--seed S] [--backend cpu] [--threads N]\n"
-    "           [--top-logits K] [--json] [--chat] [--tokenizer FILE]\n"
+    "           [--top-logits K] [--json] [--chat] [--tokenizer FILE] [--assistant DIR [--draft-tokens K]]\n"
     "  tokenize --tokenizer FILE (--text T | --text-file F) [--json] | --bench [--text-file F]\n"
     "  inspect  --model DIR\n"
-    "  bench    --model DIR [--prompt-tokens N] [--decode-tokens N] [--threads N] [--bandwidth-mib N]\n"
-    "  synth    --shape e2b --out DIR [--layers N] [--seed S]   (random weights of a real shape)\n";
+    "  bench    --model DIR [--assistant DIR [--draft-tokens K]] [--prompt-tokens N] [--decode-tokens N]\n"
+    "           [--threads N] [--bandwidth-mib N]\n"
+    "  synth    --shape e2b|e2b-assistant --out DIR [--layers N] [--seed S]   (random weights of a real shape)\n";
 
 }  // namespace
 

@@ -18,7 +18,21 @@
 namespace g4 {
 
 Result<std::string> SyntheticConfigJson(const std::string& shape, int layers) {
-  if (shape != "e2b") return InvalidArgument("synth: unknown shape '" + shape + "' (e2b)");
+  if (shape == "e2b-assistant") {
+    // E2B's MTP assistant: hidden 256, 4 query-only layers (3 sliding, 1 full), 2048 centroids, top 32.
+    nlohmann::json text = {
+        {"model_type", "gemma4_text"}, {"vocab_size", 262144}, {"hidden_size", 256}, {"num_hidden_layers", 4},
+        {"intermediate_size", 2048}, {"num_attention_heads", 4}, {"num_key_value_heads", 1}, {"head_dim", 256},
+        {"global_head_dim", 512}, {"sliding_window", 512},
+        {"layer_types", {"sliding_attention", "sliding_attention", "sliding_attention", "full_attention"}},
+        {"num_kv_shared_layers", 4}, {"hidden_size_per_layer_input", 0}, {"vocab_size_per_layer_input", 0},
+        {"final_logit_softcapping", nullptr}, {"rms_norm_eps", 1e-6}, {"tie_word_embeddings", true}};
+    nlohmann::json c = {{"model_type", "gemma4_assistant"}, {"backbone_hidden_size", 1536},
+                        {"use_ordered_embeddings", true}, {"num_centroids", 2048},
+                        {"centroid_intermediate_top_k", 32}, {"tie_word_embeddings", true}, {"text_config", text}};
+    return c.dump(2);
+  }
+  if (shape != "e2b") return InvalidArgument("synth: unknown shape '" + shape + "' (e2b, e2b-assistant)");
   // Gemma 4 E2B: 35 layers, (4 sliding, 1 full) x 7, the last 20 share K/V.
   int n = 35, shared = 20;
   if (layers > 0) {
@@ -44,11 +58,21 @@ Result<std::string> SyntheticConfigJson(const std::string& shape, int layers) {
 
 Status WriteSyntheticCheckpoint(const std::string& dir, const std::string& shape, int layers, uint64_t seed) {
   G4_ASSIGN_OR_RETURN(std::string config_text, SyntheticConfigJson(shape, layers));
-  G4_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfig(config_text, "synthetic config"));
+  const bool assistant = shape == "e2b-assistant";
+  ModelConfig config;
+  AssistantConfig assistant_config;
+  if (assistant) {
+    G4_ASSIGN_OR_RETURN(assistant_config, ParseAssistantConfig(config_text, "synthetic config"));
+    config = assistant_config.text;
+  } else {
+    G4_ASSIGN_OR_RETURN(config, ParseModelConfig(config_text, "synthetic config"));
+  }
   mkdir(dir.c_str(), 0755);
-  for (const auto& [name, text] :
-       {std::pair<std::string, std::string>{"config.json", config_text},
-        {"generation_config.json", "{\"bos_token_id\": 2, \"eos_token_id\": [1, 106], \"pad_token_id\": 0}\n"}}) {
+  std::vector<std::pair<std::string, std::string>> files = {{"config.json", config_text}};
+  if (!assistant) {
+    files.emplace_back("generation_config.json", "{\"bos_token_id\": 2, \"eos_token_id\": [1, 106], \"pad_token_id\": 0}\n");
+  }
+  for (const auto& [name, text] : files) {
     FILE* f = std::fopen(JoinPath(dir, name).c_str(), "wb");
     if (!f) return NotFound(JoinPath(dir, name) + ": cannot create");
     const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
@@ -56,11 +80,19 @@ Status WriteSyntheticCheckpoint(const std::string& dir, const std::string& shape
   }
   ModelWeights unused;
   std::vector<WeightSpec> specs = ListWeights(config, &unused);
+  Weight extra[3];
+  if (assistant) {
+    const int64_t h = config.hidden, hb = assistant_config.backbone_hidden;
+    specs.push_back({"pre_projection.weight", {h, 2 * hb}, &extra[0]});
+    specs.push_back({"post_projection.weight", {hb, h}, &extra[1]});
+    specs.push_back({"masked_embedding.centroids.weight", {assistant_config.num_centroids, h}, &extra[2]});
+  }
   std::vector<TensorToWrite> tensors;
   for (size_t i = 0; i < specs.size(); ++i) {
     const WeightSpec& s = specs[i];
     TensorToWrite t;
-    t.name = "model." + s.name;
+    const bool top_level = i >= specs.size() - (assistant ? 3 : 0);  // the assistant's own tensors
+    t.name = top_level ? s.name : "model." + s.name;
     t.dtype = DType::kBF16;
     t.shape = s.shape;
     const bool vector = s.shape.size() == 1;
@@ -79,6 +111,15 @@ Status WriteSyntheticCheckpoint(const std::string& dir, const std::string& shape
       }
     };
     tensors.push_back(std::move(t));
+  }
+  std::vector<int64_t> ordering;
+  if (assistant) {
+    // A seeded random permutation of the vocabulary.
+    ordering.resize(config.vocab);
+    for (int64_t i = 0; i < config.vocab; ++i) ordering[i] = i;
+    Rng rng(seed);
+    for (int64_t i = config.vocab - 1; i > 0; --i) std::swap(ordering[i], ordering[rng.Next() % (i + 1)]);
+    tensors.push_back(TensorToWrite{"masked_embedding.token_ordering", DType::kI64, {config.vocab}, ordering.data(), {}});
   }
   return WriteSafetensors(JoinPath(dir, "model.safetensors"), tensors, {{"format", "pt"}});
 }

@@ -81,29 +81,33 @@ float Dot(const float* x, const void* w, DType t, int64_t n) {
   return sum;
 }
 
-void Dot4(const float* x, size_t xs, const void* w, DType t, int64_t n, float* out) {
+namespace {
+
+// Dot products of N x rows (x_stride apart) with one weight row: each weight element is loaded
+// and converted once for all N rows.
+template <int N>
+void DotN(const float* x, size_t xs, const void* w, DType t, int64_t n, float* out) {
   int64_t i = 0;
-  float s[4] = {0, 0, 0, 0};
+  float s[N] = {};
 #ifdef G4_AVX2
-  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+  __m256 acc[N];
+  for (int r = 0; r < N; ++r) acc[r] = _mm256_setzero_ps();
   for (; i + 8 <= n; i += 8) {
     const __m256 wv = Load8(w, t, i);
-    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), wv, a0);
-    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + xs + i), wv, a1);
-    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 2 * xs + i), wv, a2);
-    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + 3 * xs + i), wv, a3);
+    for (int r = 0; r < N; ++r) acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(x + r * xs + i), wv, acc[r]);
   }
-  s[0] = HSum(a0);
-  s[1] = HSum(a1);
-  s[2] = HSum(a2);
-  s[3] = HSum(a3);
+  for (int r = 0; r < N; ++r) s[r] = HSum(acc[r]);
 #endif
   for (; i < n; ++i) {
     const float wv = ScalarElement(w, t, i);
-    for (int r = 0; r < 4; ++r) s[r] += x[r * xs + i] * wv;
+    for (int r = 0; r < N; ++r) s[r] += x[r * xs + i] * wv;
   }
-  for (int r = 0; r < 4; ++r) out[r] = s[r];
+  for (int r = 0; r < N; ++r) out[r] = s[r];
 }
+
+}  // namespace
+
+void Dot4(const float* x, size_t xs, const void* w, DType t, int64_t n, float* out) { DotN<4>(x, xs, w, t, n, out); }
 
 void MatMul(const float* x, int rows, size_t xs, const void* w, DType t, int64_t out_features, int64_t in_features,
             float* out, size_t os) {
@@ -120,7 +124,21 @@ void MatMul(const float* x, int rows, size_t xs, const void* w, DType t, int64_t
         Dot4(x + r * xs, xs, wr, t, in_features, s);
         for (int k = 0; k < 4; ++k) out[(r + k) * os + o] = s[k];
       }
-      for (; r < r1; ++r) out[r * os + o] = Dot(x + r * xs, wr, t, in_features);
+      float s[4];
+      switch (r1 - r) {
+        case 3:
+          DotN<3>(x + r * xs, xs, wr, t, in_features, s);
+          break;
+        case 2:
+          DotN<2>(x + r * xs, xs, wr, t, in_features, s);
+          break;
+        case 1:
+          s[0] = Dot(x + r * xs, wr, t, in_features);
+          break;
+        default:
+          break;
+      }
+      for (int k = 0; r < r1; ++r, ++k) out[r * os + o] = s[k];
     }
   }
 }
