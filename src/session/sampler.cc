@@ -81,19 +81,22 @@ std::vector<float> Sampler::Distribution(std::span<const float> logits) const {
   return p;
 }
 
-int Sampler::Sample(std::span<const float> logits) {
-  if (options_.temperature == 0.0f) return Argmax(logits);
-  const std::vector<float> p = Distribution(logits);
-  const double u = rng_.Uniform();
+int DrawFrom(std::span<const float> probs, Rng& rng) {
+  const double u = rng.Uniform();
   double cum = 0.0;
   int last = 0;
-  for (size_t i = 0; i < p.size(); ++i) {
-    if (p[i] <= 0.0f) continue;
-    cum += p[i];
+  for (size_t i = 0; i < probs.size(); ++i) {
+    if (probs[i] <= 0.0f) continue;
+    cum += probs[i];
     last = static_cast<int>(i);
     if (u < cum) return last;
   }
   return last;  // rounding: the last candidate
+}
+
+int Sampler::Sample(std::span<const float> logits) {
+  if (options_.temperature == 0.0f) return Argmax(logits);
+  return DrawFrom(Distribution(logits), rng_);
 }
 
 }  // namespace g4

@@ -45,6 +45,8 @@ class Sampler {
 };
 
 int Argmax(std::span<const float> logits);  // lowest index among equal maxima
+// Draws an index from probabilities that sum to 1 (the last candidate absorbs rounding).
+int DrawFrom(std::span<const float> probs, Rng& rng);
 // The k largest (id, logit), largest first, lower id first among equals.
 std::vector<std::pair<int, float>> TopK(std::span<const float> logits, int k);
 

@@ -7,35 +7,12 @@ namespace {
 
 // Samples from the normalised max(0, p - q); falls back to p when the residual is empty.
 int SampleResidual(const std::vector<float>& p, const std::vector<float>& q, Rng& rng) {
-  std::vector<double> r(p.size());
+  std::vector<float> r(p.size());
   double sum = 0.0;
-  for (size_t i = 0; i < p.size(); ++i) sum += (r[i] = std::max(0.0, static_cast<double>(p[i]) - q[i]));
-  if (sum <= 0.0) {
-    for (size_t i = 0; i < p.size(); ++i) sum += (r[i] = p[i]);
-  }
-  const double u = rng.Uniform() * sum;
-  double cum = 0.0;
-  int last = 0;
-  for (size_t i = 0; i < r.size(); ++i) {
-    if (r[i] <= 0.0) continue;
-    cum += r[i];
-    last = static_cast<int>(i);
-    if (u < cum) return last;
-  }
-  return last;
-}
-
-int SampleFrom(const std::vector<float>& p, Rng& rng) {
-  const double u = rng.Uniform();
-  double cum = 0.0;
-  int last = 0;
-  for (size_t i = 0; i < p.size(); ++i) {
-    if (p[i] <= 0.0f) continue;
-    cum += p[i];
-    last = static_cast<int>(i);
-    if (u < cum) return last;
-  }
-  return last;
+  for (size_t i = 0; i < p.size(); ++i) sum += (r[i] = std::max(0.0f, p[i] - q[i]));
+  if (sum <= 0.0) return DrawFrom(p, rng);
+  for (float& v : r) v = static_cast<float>(v / sum);
+  return DrawFrom(r, rng);
 }
 
 }  // namespace
@@ -86,7 +63,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
   const int64_t t1_us = MonotonicMicros();
   st.prefill_us = t1_us - t0_us;
   be.Copy(state, target.hidden_rows().At(static_cast<size_t>(prompt.size() - 1) * H), H);
-  int seed = greedy ? Argmax(logits) : SampleFrom(shaper.Distribution(logits), rng);
+  int seed = greedy ? Argmax(logits) : DrawFrom(shaper.Distribution(logits), rng);
   emit(seed, 0);
   bool done = is_stop(seed);
   if (done) result.stop_reason = "eos";
@@ -110,7 +87,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
         tok = Argmax(draft_logits);
       } else {
         q_dists.push_back(shaper.Distribution(draft_logits));
-        tok = SampleFrom(q_dists.back(), rng);
+        tok = DrawFrom(q_dists.back(), rng);
       }
       round.drafts.push_back(tok);
       std::swap(s_in, s_out);
@@ -135,7 +112,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
         break;
       }
       if (!rejected) {
-        bonus = SampleFrom(shaper.Distribution(std::span<const float>(&logits[static_cast<size_t>(nd) * V], V)), rng);
+        bonus = DrawFrom(shaper.Distribution(std::span<const float>(&logits[static_cast<size_t>(nd) * V], V)), rng);
       }
     }
     round.accepted = m;
