@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The whole test suite: unit, golden and CLI tests (ctest), then a short run of every fuzzer.
+# The whole test suite: a short run of every fuzzer, the Node CLI (WebAssembly) tests, then the
+# unit, golden and CLI tests of the native build (ctest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build
+scripts/build-wasm.sh
 scripts/fuzz.sh "${G4_FUZZ_SECONDS:-20}"
+node --test tests/js/
 (cd build && ctest --output-on-failure -j 2)

@@ -1,5 +1,6 @@
 // gemma4: the native command line.
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,15 @@ const char kUsage[] =
 
 }  // namespace
 
+#ifdef __wasi__
+#include <unistd.h>
+#endif
+
 int main(int argc, char** argv) {
+#ifdef __wasi__
+  // Under WASI the working directory starts at /; the host passes its own in PWD.
+  if (const char* pwd = std::getenv("PWD")) chdir(pwd);
+#endif
   if (argc < 2) {
     std::fputs(kUsage, stderr);
     return 2;

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include <sys/types.h>
+
 #if defined(__unix__) || defined(__APPLE__)
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -64,6 +66,7 @@ class MappedFileReader final : public Reader {
 };
 #endif
 
+#ifndef G4_HAVE_MMAP
 // Reads through stdio; used where mmap is unavailable (WASI).
 class StdioFileReader final : public Reader {
  public:
@@ -72,7 +75,7 @@ class StdioFileReader final : public Reader {
   uint64_t Size() const override { return size_; }
   Status Read(uint64_t offset, uint64_t size, void* dst) const override {
     G4_RETURN_IF_ERROR(RangeCheck(path_, size_, offset, size));
-    if (std::fseek(f_, static_cast<long>(offset), SEEK_SET) != 0 || std::fread(dst, 1, size, f_) != size) {
+    if (fseeko(f_, static_cast<off_t>(offset), SEEK_SET) != 0 || std::fread(dst, 1, size, f_) != size) {
       return DataLoss(path_ + ": short read at offset " + std::to_string(offset));
     }
     return Status::Ok();
@@ -84,6 +87,7 @@ class StdioFileReader final : public Reader {
   FILE* f_;
   uint64_t size_;
 };
+#endif
 
 }  // namespace
 
@@ -111,8 +115,8 @@ Result<std::unique_ptr<Reader>> OpenFileReader(const std::string& path) {
 #else
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return NotFound(path + ": cannot open");
-  std::fseek(f, 0, SEEK_END);
-  const long size = std::ftell(f);
+  fseeko(f, 0, SEEK_END);
+  const off_t size = ftello(f);
   if (size < 0) {
     std::fclose(f);
     return InvalidArgument(path + ": cannot size");

@@ -37,7 +37,8 @@ Result<SafetensorsHeader> ParseSafetensorsHeaderBytes(const std::string& name, c
   if (n > kMaxHeaderBytes || n > size - 8) {
     return DataLoss(name + ": safetensors header length " + std::to_string(n) + " exceeds the file");
   }
-  json j = json::parse(data + 8, data + 8 + n, nullptr, /*allow_exceptions=*/false);
+  const char* text = reinterpret_cast<const char*>(data + 8);
+  json j = json::parse(text, text + n, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return DataLoss(name + ": safetensors header is not a JSON object");
 
   SafetensorsHeader h;

@@ -232,8 +232,8 @@ void Tokenizer::Impl::Bpe(std::string_view word, std::vector<int32_t>* out) cons
     int32_t prev, next;
     bool alive;
   };
-  thread_local std::vector<Symbol> sym;
-  sym.clear();
+  std::vector<Symbol> sym;
+  sym.reserve(word.size());
   bool last_unk = false;
   for (size_t i = 0; i < word.size();) {
     size_t n = Utf8Length(word, i);
@@ -274,9 +274,7 @@ void Tokenizer::Impl::Bpe(std::string_view word, std::vector<int32_t>* out) cons
     int32_t rank, pos, merged;
     bool operator<(const Merge& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
   };
-  thread_local std::vector<Merge> heap_storage;
-  heap_storage.clear();
-  std::priority_queue<Merge, std::vector<Merge>> heap(std::less<Merge>(), std::move(heap_storage));
+  std::priority_queue<Merge, std::vector<Merge>> heap;
   int32_t rank, merged;
   for (int32_t i = 0; i + 1 < count; ++i) {
     if (merges.Get(sym[i].id, sym[i + 1].id, &rank, &merged)) heap.push({rank, i, merged});

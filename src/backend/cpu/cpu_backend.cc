@@ -138,7 +138,7 @@ class CpuBackend final : public Backend {
     const int d = s.head_dim, group = s.heads / s.kv_heads;
     const size_t q_row = static_cast<size_t>(s.heads) * d, kv_row = static_cast<size_t>(s.kv_heads) * d;
     // Threads only pay off once there is real work (long contexts or many rows).
-    const bool parallel = static_cast<int64_t>(s.rows) * s.heads * (s.cached + s.rows) * d > 65536;
+    [[maybe_unused]] const bool parallel = static_cast<int64_t>(s.rows) * s.heads * (s.cached + s.rows) * d > 65536;
 #pragma omp parallel if (parallel)
     {
       std::vector<float> scores;

@@ -1,0 +1,67 @@
+// The Node CLI (bin/gemma4.mjs: the C++ core compiled to WebAssembly) keeps the native contract:
+// the same greedy tokens as the reference goldens, speculative decoding equal to plain decoding,
+// the same tokenizer ids as the reference.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync, existsSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const cli = join(root, 'bin', 'gemma4.mjs');
+const models = join(root, 'testdata', 'models');
+
+function run(args) {
+  const out = execFileSync(process.execPath, [cli, ...args], { cwd: root, encoding: 'utf8' });
+  const lines = out.trim().split('\n');
+  return JSON.parse(lines[lines.length - 1]);
+}
+
+for (const name of readdirSync(models).sort()) {
+  const dir = join(models, name);
+  if (!existsSync(join(dir, 'golden.json'))) continue;
+  const golden = JSON.parse(readFileSync(join(dir, 'golden.json'), 'utf8'));
+  test(`${name}: greedy tokens equal the reference`, () => {
+    for (const p of golden.prompts) {
+      const r = run(['generate', '--model', dir, '--prompt-ids', p.prompt_ids.join(','), '--max-new-tokens',
+                     String(golden.max_new_tokens), '--backend', 'cpu', '--json']);
+      assert.deepEqual(r.tokens, p.greedy_tokens);
+      assert.equal(r.stop_reason, p.stop_reason);
+      assert.equal(r.stats.backend, 'cpu');
+    }
+  });
+  for (const a of readdirSync(dir).filter((f) => f.startsWith('assistant_')).sort()) {
+    const ag = JSON.parse(readFileSync(join(dir, a, 'golden.json'), 'utf8'));
+    test(`${name}/${a}: speculative rounds equal the reference`, () => {
+      for (const t of ag.traces) {
+        const r = run(['generate', '--model', dir, '--assistant', join(dir, a), '--draft-tokens', '2', '--prompt-ids',
+                       t.prompt_ids.join(','), '--max-new-tokens', String(t.max_new_tokens), '--json']);
+        assert.deepEqual(r.tokens, t.k2.tokens);
+        assert.deepEqual(r.stats.accepted_per_round, t.k2.rounds.map((x) => x.accepted));
+      }
+    });
+  }
+}
+
+test('tokenize equals the reference ids', () => {
+  const tok = join(root, 'node_modules', '@lenml', 'tokenizer-gemma3', 'models', 'tokenizer.json');
+  const corpus = JSON.parse(readFileSync(join(root, 'testdata', 'tokenizer', 'corpus.json'), 'utf8'));
+  const golden = JSON.parse(readFileSync(join(root, 'testdata', 'tokenizer', 'golden.json'), 'utf8'));
+  const dir = mkdtempSync(join(tmpdir(), 'g4js-'));
+  for (const i of [2, 3, 10, 13, 45, 60, 90]) {
+    const file = join(dir, `t${i}.txt`);
+    writeFileSync(file, corpus[i]);
+    const r = run(['tokenize', '--tokenizer', tok, '--text-file', file, '--json']);
+    assert.deepEqual(r.ids, golden.gemma3[i].ids, `text ${i}`);
+  }
+});
+
+test('errors come back as messages and exit codes', () => {
+  const r = spawnSync(process.execPath, [cli, 'generate', '--model', '/nonexistent', '--prompt-ids', '2'], { encoding: 'utf8' });
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /\/nonexistent\/config\.json/);
+  const u = spawnSync(process.execPath, [cli, 'frobnicate'], { encoding: 'utf8' });
+  assert.equal(u.status, 2);
+});
