@@ -7,6 +7,7 @@ scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build
 scripts/build-wasm.sh
+scripts/setup-lavapipe.sh
 scripts/fuzz.sh "${G4_FUZZ_SECONDS:-20}"
-node --test tests/js/
+(source .lavapipe/env.sh && node --test tests/js/)
 (cd build && ctest --output-on-failure -j 2)

@@ -98,7 +98,9 @@ TEST(Config, KvSharingSourcesAndDoubleWideMlp) {
   for (int i = 0; i < 35; ++i) {
     const LayerConfig& l = c->layers[i];
     EXPECT_EQ(l.kv_shared, i >= 15) << i;
-    if (l.kv_shared) EXPECT_EQ(l.kv_source, l.type == AttentionType::kFull ? 14 : 13) << i;
+    if (l.kv_shared) {
+      EXPECT_EQ(l.kv_source, l.type == AttentionType::kFull ? 14 : 13) << i;
+    }
     EXPECT_EQ(l.intermediate, i >= 15 ? 12288 : 6144) << i;
     EXPECT_EQ(l.head_dim, l.type == AttentionType::kFull ? 512 : 256);
   }

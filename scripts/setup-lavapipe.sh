@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Puts a CPU Vulkan driver (Mesa 25 lavapipe from bookworm-backports, which Dawn accepts) and the
+# Vulkan loader into .lavapipe/ without touching the system's apt sources, and writes
+# .lavapipe/env.sh, which points Vulkan at it: `source .lavapipe/env.sh` before running WebGPU
+# code in Node on a machine without a GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dest=$PWD/.lavapipe
+if [ -f "$dest/env.sh" ] && [ -f "$dest/root/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so" ]; then exit 0; fi
+work=$(mktemp -d)
+mkdir -p "$work/parts" "$work/lists/partial" "$work/cache" "$dest/debs"
+cat > "$work/parts/backports.sources" <<'SRC'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+o="-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts=$work/parts -o Dir::State::Lists=$work/lists -o Dir::Cache=$work/cache -o APT::Sandbox::User=root"
+apt-get $o update -qq
+(cd "$dest/debs" && apt-get $o download -qq mesa-vulkan-drivers/bookworm-backports libdrm2/bookworm-backports \
+  libdrm-amdgpu1/bookworm-backports libvulkan1)
+rm -rf "$dest/root"
+for f in "$dest"/debs/*.deb; do dpkg -x "$f" "$dest/root"; done
+lib=$dest/root/usr/lib/x86_64-linux-gnu
+printf '{"file_format_version": "1.0.0", "ICD": {"api_version": "1.3.0", "library_path": "%s/libvulkan_lvp.so"}}\n' "$lib" > "$dest/lvp_icd.json"
+cat > "$dest/env.sh" <<ENV
+export VK_ICD_FILENAMES=$dest/lvp_icd.json
+export VK_DRIVER_FILES=$dest/lvp_icd.json
+export LD_LIBRARY_PATH=$lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
+ENV
+rm -rf "$work"
+echo "lavapipe ready in $dest"
