@@ -1,17 +1,11 @@
 #!/usr/bin/env -S node --no-warnings
 // gemma4 for Node: the same command line as the native binary, running the C++ core compiled to
 // WebAssembly (build-wasm/gemma4.wasm, made by scripts/build-wasm.sh). Files are reached through
-// WASI with the file system preopened, so paths mean what they mean to the shell.
-import { readFileSync, existsSync } from 'node:fs';
+// WASI; `--backend webgpu` runs the WebGPU backend on Dawn (the `webgpu` package).
+import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-
-// node:wasi is stable enough for this use; keep its experimental-feature warning off stderr.
-const emitWarning = process.emitWarning;
-process.emitWarning = (warning, ...rest) => {
-  if (!String(warning).includes('WASI')) emitWarning.call(process, warning, ...rest);
-};
-const { WASI } = await import('node:wasi');
+import { runCli } from '../web/wasm_host.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const wasmPath = process.env.G4_WASM || join(root, 'build-wasm', 'gemma4.wasm');
@@ -19,14 +13,25 @@ if (!existsSync(wasmPath)) {
   process.stderr.write(`gemma4: ${wasmPath} is missing: run scripts/build-wasm.sh\n`);
   process.exit(1);
 }
-// The module sees the host's file system at / and starts in the host's working directory.
-const wasi = new WASI({
-  version: 'preview1',
-  args: ['gemma4', ...process.argv.slice(2)],
-  env: { PWD: process.cwd() },
-  preopens: { '/': '/' },
-  returnOnExit: true,
-});
-const module = await WebAssembly.compile(readFileSync(wasmPath));
-const instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: wasi.wasiImport });
-process.exitCode = wasi.start(instance);
+const argv = process.argv.slice(2);
+const backendAt = argv.indexOf('--backend');
+const wantsGpu = backendAt >= 0 && argv[backendAt + 1] === 'webgpu';
+let device = null;
+let gpuRoot = null;
+if (wantsGpu) {
+  const { create, globals } = await import('webgpu');
+  Object.assign(globalThis, globals);
+  gpuRoot = create([]);  // must stay referenced while the device is in use
+  const adapter = await gpuRoot.requestAdapter();
+  if (!adapter) {
+    process.stderr.write('gemma4: no WebGPU adapter (on a machine without a GPU: source .lavapipe/env.sh)\n');
+    process.exit(1);
+  }
+  device = await adapter.requestDevice({
+    requiredLimits: { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
+                      maxBufferSize: adapter.limits.maxBufferSize },
+  });
+}
+process.exitCode = await runCli(wasmPath, argv, { device });
+device?.destroy();
+globalThis.__g4_gpu_root = gpuRoot;

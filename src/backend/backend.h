@@ -122,5 +122,10 @@ class Backend {
 };
 
 std::unique_ptr<Backend> MakeCpuBackend(int threads = 0);  // 0: all cores
+#ifdef __wasi__
+// The WebGPU backend (WebAssembly builds, with the host's gpu imports): activations and caches in
+// one arena of up to `arena_bytes` (capped by the adapter's binding size).
+Result<std::unique_ptr<Backend>> MakeWebGpuBackend(uint64_t arena_bytes);
+#endif
 
 }  // namespace g4

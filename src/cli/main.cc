@@ -25,12 +25,9 @@ const char kUsage[] =
 #include <unistd.h>
 #endif
 
-int main(int argc, char** argv) {
-#ifdef __wasi__
-  // Under WASI the working directory starts at /; the host passes its own in PWD.
-  if (const char* pwd = std::getenv("PWD")) chdir(pwd);
-#endif
-  if (argc < 2) {
+namespace {
+
+int RunCli(int argc, char** argv) {  if (argc < 2) {
     std::fputs(kUsage, stderr);
     return 2;
   }
@@ -48,3 +45,21 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "gemma4: unknown command '%s'\n%s", cmd.c_str(), kUsage);
   return 2;
 }
+
+}  // namespace
+
+#ifdef __wasi__
+// The WebAssembly build is a reactor: the host calls g4_main (asyncified, so GPU reads can
+// suspend it) and g4_flush.
+extern "C" __attribute__((export_name("g4_main"))) int g4_main(int argc, char** argv) {
+  // Under WASI the working directory starts at /; the host passes its own in PWD.
+  if (const char* pwd = std::getenv("PWD")) chdir(pwd);
+  return RunCli(argc, argv);
+}
+extern "C" __attribute__((export_name("g4_flush"))) void g4_flush() {
+  std::fflush(stdout);
+  std::fflush(stderr);
+}
+#else
+int main(int argc, char** argv) { return RunCli(argc, argv); }
+#endif

@@ -1,0 +1,12 @@
+# Writes OUT: a C++ file with every WGSL kernel under DIR as a string, looked up by file name.
+file(GLOB files "${DIR}/*.wgsl")
+list(SORT files)
+set(body "// Generated from src/backend/webgpu/kernels/*.wgsl by cmake/embed_wgsl.cmake.\n#include <cstring>\n\nnamespace g4 {\n\nconst char* WgslSource(const char* name) {\n")
+foreach(f ${files})
+  get_filename_component(name ${f} NAME_WE)
+  file(READ ${f} text)
+  string(APPEND body "  if (std::strcmp(name, \"${name}\") == 0) return R\"WGSL(${text})WGSL\";\n")
+endforeach()
+string(APPEND body "  return nullptr;\n}\n\n}  // namespace g4\n")
+file(WRITE ${OUT}.tmp "${body}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different ${OUT}.tmp ${OUT})

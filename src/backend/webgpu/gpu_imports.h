@@ -1,0 +1,23 @@
+// The functions the JavaScript host provides to the WebGPU backend (module "gpu"), implemented
+// with the WebGPU JS API in web/gpu_bridge.mjs. Sizes and offsets are in bytes.
+#pragma once
+
+#include <cstdint>
+
+#define G4_GPU_IMPORT(name) __attribute__((import_module("gpu"), import_name(#name)))
+
+extern "C" {
+// kind 0: the activation arena (storage, copy source and destination); 1: weights (storage, copy
+// destination). Returns a handle > 0, or 0 when the device cannot allocate it.
+G4_GPU_IMPORT(create_buffer) uint32_t g4_gpu_create_buffer(double size, uint32_t kind);
+G4_GPU_IMPORT(destroy_buffer) void g4_gpu_destroy_buffer(uint32_t buffer);
+G4_GPU_IMPORT(write_buffer) void g4_gpu_write_buffer(uint32_t buffer, double offset, const void* src, uint32_t size);
+// Compiles WGSL source as kernel `id` (entry point "main").
+G4_GPU_IMPORT(register_kernel) uint32_t g4_gpu_register_kernel(uint32_t id, const char* wgsl, uint32_t length);
+// Runs a recorded command list (see webgpu_backend.cc) as one submit.
+G4_GPU_IMPORT(submit) void g4_gpu_submit(const uint32_t* words, uint32_t count);
+// Copies bytes back into wasm memory once the GPU is done; suspends the caller (asyncify).
+G4_GPU_IMPORT(read_buffer) uint32_t g4_gpu_read_buffer(uint32_t buffer, double offset, void* dst, uint32_t size);
+// The adapter's maxStorageBufferBindingSize.
+G4_GPU_IMPORT(max_binding_size) double g4_gpu_max_binding_size();
+}

@@ -1,0 +1,22 @@
+// Shared by every kernel: the activation arena (all float32 activations and caches, with small
+// host inputs stored as u32 bit patterns), three read-only weight buffers and the parameters.
+@group(0) @binding(0) var<storage, read_write> A: array<f32>;
+@group(0) @binding(1) var<storage, read> W1: array<u32>;
+@group(0) @binding(2) var<storage, read> W2: array<u32>;
+@group(0) @binding(3) var<storage, read> W3: array<u32>;
+@group(0) @binding(4) var<uniform> P: array<vec4<u32>, 4>;
+
+fn pu(i: u32) -> u32 { return P[i / 4u][i % 4u]; }
+fn pf(i: u32) -> f32 { return bitcast<f32>(pu(i)); }
+fn au(i: u32) -> u32 { return bitcast<u32>(A[i]); }
+
+// Weight element i of W1/W2/W3 in its stored type (specialised per dtype at build time).
+fn w1(i: u32) -> f32 { W1_LOAD }
+fn w2(i: u32) -> f32 { W2_LOAD }
+fn w3(i: u32) -> f32 { W3_LOAD }
+
+// tanh that stays finite for large inputs on every driver.
+fn safe_tanh(x: f32) -> f32 { return tanh(clamp(x, -15.0, 15.0)); }
+fn gelu_tanh(x: f32) -> f32 { return 0.5 * x * (1.0 + safe_tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
+
+fn gid(id: vec3<u32>, n: vec3<u32>) -> u32 { return id.x + id.y * n.x * 64u; }

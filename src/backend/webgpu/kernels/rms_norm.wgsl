@@ -1,0 +1,25 @@
+// out[r, :] = in[r, :] * (mean(in[r]^2) + eps)^-0.5 * w.   P: out, in, rows, dim, eps, has_weight
+var<workgroup> partial: array<f32, 64>;
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(num_workgroups) n: vec3<u32>) {
+  let r = wg.x + wg.y * n.x;
+  if (r >= pu(2u)) { return; }
+  let dim = pu(3u);
+  let src = pu(1u) + r * dim; let dst = pu(0u) + r * dim;
+  var s = 0.0;
+  for (var i = lid.x; i < dim; i += 64u) { let v = A[src + i]; s += v * v; }
+  partial[lid.x] = s;
+  workgroupBarrier();
+  for (var k = 32u; k > 0u; k >>= 1u) {
+    if (lid.x < k) { partial[lid.x] += partial[lid.x + k]; }
+    workgroupBarrier();
+  }
+  let inv = 1.0 / sqrt(partial[0] / f32(dim) + pf(4u));
+  workgroupBarrier();
+  for (var i = lid.x; i < dim; i += 64u) {
+    var w = 1.0;
+    if (pu(5u) != 0u) { w = w1(i); }
+    A[dst + i] = A[src + i] * inv * w;
+  }
+}

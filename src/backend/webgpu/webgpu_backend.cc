@@ -1,0 +1,322 @@
+// The WebGPU backend, for the WebAssembly build. Every float32 activation and cache lives in one
+// arena buffer (bound once per dispatch, so in-place ops never bind a buffer twice); weights keep
+// their stored dtype in buffers of their own and are unpacked in the kernels. Ops are recorded
+// as a command list in wasm memory and run by the host in one submit when results are needed.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/webgpu/gpu_imports.h"
+
+namespace g4 {
+
+const char* WgslSource(const char* name);
+class WebGpuBackend;
+
+namespace {
+
+constexpr uint64_t kArenaAlign = 256;
+constexpr uint64_t kHostRegion = 4u << 20;  // small host inputs (ids, positions, frequencies)
+
+class ArenaBuffer final : public Buffer {
+ public:
+  ArenaBuffer(size_t bytes, uint64_t offset, WebGpuBackend* owner) : Buffer(bytes), offset_(offset), owner_(owner) {}
+  ~ArenaBuffer() override;
+  uint64_t offset() const { return offset_; }
+
+ private:
+  uint64_t offset_;
+  WebGpuBackend* owner_;
+};
+
+class WeightBuffer final : public Buffer {
+ public:
+  WeightBuffer(size_t bytes, uint32_t id) : Buffer(bytes), id_(id) {}
+  ~WeightBuffer() override { g4_gpu_destroy_buffer(id_); }
+  uint32_t id() const { return id_; }
+
+ private:
+  uint32_t id_;
+};
+
+enum class Kernel { kEmbed, kRmsNorm, kMatMul, kRope, kAttention, kCacheAppend, kElementwise, kGeluMul, kMoeRoute,
+                    kMoeExperts, kGatherMatVec };
+const char* KernelFile(Kernel k) {
+  switch (k) {
+    case Kernel::kEmbed: return "embed";
+    case Kernel::kRmsNorm: return "rms_norm";
+    case Kernel::kMatMul: return "matmul";
+    case Kernel::kRope: return "rope";
+    case Kernel::kAttention: return "attention";
+    case Kernel::kCacheAppend: return "cache_append";
+    case Kernel::kElementwise: return "elementwise";
+    case Kernel::kGeluMul: return "gelu_mul";
+    case Kernel::kMoeRoute: return "moe_route";
+    case Kernel::kMoeExperts: return "moe_experts";
+    case Kernel::kGatherMatVec: return "gather_matvec";
+  }
+  return "";
+}
+
+std::string LoadSnippet(int slot, int dtype) {  // dtype: -1 none, else DType
+  const std::string w = "W" + std::to_string(slot);
+  switch (dtype) {
+    case static_cast<int>(DType::kF32): return "return bitcast<f32>(" + w + "[i]);";
+    case static_cast<int>(DType::kBF16):
+      return "let v = " + w + "[i >> 1u]; if ((i & 1u) == 0u) { return bitcast<f32>(v << 16u); } "
+             "return bitcast<f32>(v & 0xffff0000u);";
+    case static_cast<int>(DType::kF16): return "return unpack2x16float(" + w + "[i >> 1u])[i & 1u];";
+    default: return "return 0.0;";
+  }
+}
+
+}  // namespace
+
+class WebGpuBackend final : public Backend {
+ public:
+  explicit WebGpuBackend(uint64_t arena_bytes) : arena_bytes_(arena_bytes) {}
+  ~WebGpuBackend() override {
+    if (arena_) g4_gpu_destroy_buffer(arena_);
+  }
+  Status Init() {
+    const double limit = g4_gpu_max_binding_size();
+    arena_bytes_ = std::min<uint64_t>(arena_bytes_, static_cast<uint64_t>(limit) / kArenaAlign * kArenaAlign);
+    arena_ = g4_gpu_create_buffer(static_cast<double>(arena_bytes_), 0);
+    if (!arena_) return ResourceExhausted("webgpu: cannot allocate the " + std::to_string(arena_bytes_ >> 20) + " MiB arena");
+    host_base_ = arena_bytes_ - kHostRegion;
+    free_.push_back({0, host_base_});
+    return Status::Ok();
+  }
+  std::string Name() const override { return "webgpu"; }
+
+  // --- memory
+  Result<std::unique_ptr<Buffer>> Allocate(size_t bytes) override {
+    const uint64_t need = (std::max<uint64_t>(bytes, 4) + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+    for (size_t i = 0; i < free_.size(); ++i) {
+      if (free_[i].second >= need) {
+        const uint64_t off = free_[i].first;
+        free_[i].first += need;
+        free_[i].second -= need;
+        if (!free_[i].second) free_.erase(free_.begin() + i);
+        auto b = std::make_unique<ArenaBuffer>(bytes, off, this);
+        Fill(F32{b.get(), 0}, (need) / 4, 0.0f);  // zero-filled, as the interface promises
+        return std::unique_ptr<Buffer>(std::move(b));
+      }
+    }
+    return ResourceExhausted("webgpu: the activation arena (" + std::to_string(arena_bytes_ >> 20) +
+                             " MiB) has no room for " + std::to_string(bytes) + " bytes");
+  }
+  void Release(uint64_t off, uint64_t bytes) {
+    const uint64_t need = (std::max<uint64_t>(bytes, 4) + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+    free_.push_back({off, need});
+    std::sort(free_.begin(), free_.end());
+    std::vector<std::pair<uint64_t, uint64_t>> merged;
+    for (const auto& f : free_) {
+      if (!merged.empty() && merged.back().first + merged.back().second == f.first) {
+        merged.back().second += f.second;
+      } else {
+        merged.push_back(f);
+      }
+    }
+    free_ = std::move(merged);
+  }
+
+  Result<std::unique_ptr<Buffer>> LoadWeights(const Reader& source, uint64_t offset, uint64_t size) override {
+    if (size > static_cast<uint64_t>(g4_gpu_max_binding_size())) {
+      return Unimplemented("webgpu: a weight of " + std::to_string(size) + " bytes exceeds the adapter's binding size");
+    }
+    const uint64_t padded = (std::max<uint64_t>(size, 4) + 3) / 4 * 4;
+    const uint32_t id = g4_gpu_create_buffer(static_cast<double>(padded), 1);
+    if (!id) return ResourceExhausted("webgpu: cannot allocate " + std::to_string(padded) + " bytes of weights");
+    auto buf = std::make_unique<WeightBuffer>(padded, id);
+    // Stream through a small staging block: the wasm heap never holds a whole tensor.
+    constexpr uint64_t kChunk = 4u << 20;
+    staging_.resize(kChunk);
+    for (uint64_t at = 0; at < size; at += kChunk) {
+      const uint64_t n = std::min(kChunk, size - at);
+      G4_RETURN_IF_ERROR(source.Read(offset + at, n, staging_.data()));
+      const uint64_t n4 = (n + 3) / 4 * 4;
+      std::memset(staging_.data() + n, 0, n4 - n);
+      g4_gpu_write_buffer(id, static_cast<double>(at), staging_.data(), static_cast<uint32_t>(n4));
+    }
+    return std::unique_ptr<Buffer>(std::move(buf));
+  }
+
+  Status Upload(Buffer& dst, size_t offset, const void* src, size_t bytes) override {
+    Flush();
+    if (offset > dst.bytes() || bytes > dst.bytes() - offset) return OutOfRange("webgpu: upload past the buffer");
+    // writeBuffer wants multiples of 4 bytes.
+    std::vector<uint8_t> tmp((bytes + 3) / 4 * 4, 0);
+    std::memcpy(tmp.data(), src, bytes);
+    g4_gpu_write_buffer(arena_, static_cast<double>(ArenaOffset(dst) + offset), tmp.data(), static_cast<uint32_t>(tmp.size()));
+    return Status::Ok();
+  }
+
+  Status Download(const Buffer& src, size_t offset, void* dst, size_t bytes) override {
+    if (offset > src.bytes() || bytes > src.bytes() - offset) return OutOfRange("webgpu: download past the buffer");
+    Flush();
+    std::vector<uint8_t> tmp((bytes + 3) / 4 * 4);
+    if (!g4_gpu_read_buffer(arena_, static_cast<double>(ArenaOffset(src) + offset), tmp.data(), static_cast<uint32_t>(tmp.size()))) {
+      return Internal("webgpu: reading back failed (device lost?)");
+    }
+    std::memcpy(dst, tmp.data(), bytes);
+    return Status::Ok();
+  }
+
+  // --- ops
+  void Embed(F32 out, const Weight& table, std::span<const int32_t> ids, float scale) override {
+    const uint32_t idp = HostU32(ids.data(), ids.size());
+    const uint64_t count = ids.size() * table.cols;
+    Record(Kernel::kEmbed, {&table}, count, {At(out), idp, U(ids.size()), U(table.cols), Fl(scale)});
+  }
+  void RmsNorm(F32 out, F32 in, const Weight& weight, int rows, int dim, float eps) override {
+    RecordGroups(Kernel::kRmsNorm, {&weight}, rows, {At(out), At(in), U(rows), U(dim), Fl(eps), U(weight.present())});
+  }
+  void MatMul(F32 out, F32 in, const Weight& w, int rows) override {
+    RecordGroups(Kernel::kMatMul, {&w}, static_cast<uint64_t>(rows) * w.rows,
+                 {At(out), At(in), U(rows), U(w.rows), U(w.cols), 0});
+  }
+  void Rope(F32 x, int rows, int heads, std::span<const float> inv_freq, std::span<const int64_t> positions) override {
+    std::vector<uint32_t> pos(positions.size());
+    for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<uint32_t>(positions[i]);
+    const uint32_t pp = HostU32(pos.data(), pos.size());
+    const uint32_t fp = HostU32(inv_freq.data(), inv_freq.size());
+    Record(Kernel::kRope, {}, static_cast<uint64_t>(rows) * heads * inv_freq.size(),
+           {At(x), U(rows), U(heads), U(inv_freq.size()), pp, fp});
+  }
+  void Attention(F32 out, F32 q, F32 k_new, F32 v_new, F32 k_cache, F32 v_cache, const AttentionShape& s) override {
+    Record(Kernel::kAttention, {}, static_cast<uint64_t>(s.rows) * s.heads,
+           {At(out), At(q), At(k_new), At(v_new), At(k_cache), At(v_cache), U(s.rows), U(s.heads), U(s.kv_heads),
+            U(s.head_dim), U(s.window), U(s.start), U(s.cached), U(s.capacity), U(s.past_only)});
+  }
+  void CacheAppend(F32 k_cache, F32 v_cache, F32 k_new, F32 v_new, int rows, int row_size, int64_t start,
+                   int64_t capacity) override {
+    Record(Kernel::kCacheAppend, {}, static_cast<uint64_t>(rows) * row_size,
+           {At(k_cache), At(v_cache), At(k_new), At(v_new), U(rows), U(row_size), U(start), U(capacity)});
+  }
+  void GeluMul(F32 out, F32 gate, F32 up, int rows, int cols, int up_stride) override {
+    Record(Kernel::kGeluMul, {}, static_cast<uint64_t>(rows) * cols,
+           {At(out), At(gate), At(up), U(rows), U(cols), U(up_stride)});
+  }
+  void Add(F32 out, F32 a, F32 b, size_t count) override { Elementwise(0, count, out, a, b, 0.0f); }
+  void Copy(F32 dst, F32 src, size_t count) override { Elementwise(2, count, dst, src, src, 0.0f); }
+  void Scale(F32 x, size_t count, float s) override { Elementwise(1, count, x, x, x, s); }
+  void Softcap(F32 x, size_t count, float cap) override { Elementwise(3, count, x, x, x, cap); }
+  void GatherMatVec(F32 out, F32 in, const Weight& w, std::span<const int32_t> rows) override {
+    const uint32_t rp = HostU32(rows.data(), rows.size());
+    Record(Kernel::kGatherMatVec, {&w}, rows.size(), {At(out), At(in), rp, U(rows.size()), U(w.cols)});
+  }
+  void MoeRoute(F32 indices, F32 weights, F32 x, const Weight& scale, const Weight& proj,
+                const Weight& per_expert_scale, const MoeShape& s, float eps) override {
+    Record(Kernel::kMoeRoute, {&scale, &proj, &per_expert_scale}, s.rows,
+           {At(indices), At(weights), At(x), U(s.rows), U(s.hidden), U(s.experts), U(s.top_k), Fl(eps)});
+  }
+  void MoeExperts(F32 out, F32 x, const Weight& gate_up, const Weight& down, F32 indices, F32 weights,
+                  const MoeShape& s) override {
+    Record(Kernel::kMoeExperts, {&gate_up, &down}, static_cast<uint64_t>(s.rows) * s.hidden,
+           {At(out), At(x), At(indices), At(weights), U(s.rows), U(s.hidden), U(s.top_k), U(s.expert_width)});
+  }
+
+ private:
+  static uint32_t U(int64_t v) { return static_cast<uint32_t>(v); }
+  static uint32_t Fl(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  }
+  static uint64_t ArenaOffset(const Buffer& b) { return static_cast<const ArenaBuffer&>(b).offset(); }
+  static uint32_t At(F32 t) { return t.buffer ? U(ArenaOffset(*t.buffer) / 4 + t.offset) : 0; }
+
+  void Fill(F32 out, size_t count, float v) { Elementwise(4, count, out, out, out, v); }
+  void Elementwise(uint32_t op, size_t count, F32 out, F32 a, F32 b, float s) {
+    Record(Kernel::kElementwise, {}, count, {op, U(count), At(out), At(a), At(b), Fl(s)});
+  }
+
+  // Small host arrays go to the arena's host region, written before the submit that reads them.
+  template <typename T>
+  uint32_t HostU32(const T* data, size_t n) {
+    static_assert(sizeof(T) == 4);
+    const uint64_t bytes = std::max<uint64_t>(4, n * 4);
+    if (host_used_ + bytes > kHostRegion) Flush();
+    const uint64_t off = host_base_ + host_used_;
+    host_used_ += (bytes + 15) / 16 * 16;
+    g4_gpu_write_buffer(arena_, static_cast<double>(off), data, static_cast<uint32_t>(n * 4));
+    return U(off / 4);
+  }
+
+  uint32_t KernelId(Kernel k, const std::vector<const Weight*>& ws) {
+    int d[3] = {-1, -1, -1};
+    for (size_t i = 0; i < ws.size(); ++i) {
+      if (ws[i]->present()) d[i] = static_cast<int>(ws[i]->dtype);
+    }
+    const auto key = std::make_tuple(static_cast<int>(k), d[0], d[1], d[2]);
+    auto it = kernel_ids_.find(key);
+    if (it != kernel_ids_.end()) return it->second;
+    std::string src = WgslSource("prelude");
+    for (int i = 0; i < 3; ++i) {
+      const std::string tag = "W" + std::to_string(i + 1) + "_LOAD";
+      src.replace(src.find(tag), tag.size(), LoadSnippet(i + 1, d[i]));
+    }
+    src += WgslSource(KernelFile(k));
+    const uint32_t id = static_cast<uint32_t>(kernel_ids_.size() + 1);
+    g4_gpu_register_kernel(id, src.data(), static_cast<uint32_t>(src.size()));
+    kernel_ids_[key] = id;
+    return id;
+  }
+
+  // One dispatch: threads (64 per workgroup) over `count` items.
+  void Record(Kernel k, std::vector<const Weight*> ws, uint64_t count, std::vector<uint32_t> params) {
+    Dispatch(k, ws, (count + 63) / 64, params);
+  }
+  // One workgroup per item.
+  void RecordGroups(Kernel k, std::vector<const Weight*> ws, uint64_t groups, std::vector<uint32_t> params) {
+    Dispatch(k, ws, groups, params);
+  }
+  void Dispatch(Kernel k, const std::vector<const Weight*>& ws, uint64_t groups, const std::vector<uint32_t>& params) {
+    if (groups == 0) return;
+    const uint32_t id = KernelId(k, ws);
+    const uint32_t gx = static_cast<uint32_t>(std::min<uint64_t>(groups, 65535));
+    const uint32_t gy = static_cast<uint32_t>((groups + gx - 1) / gx);
+    cmds_.push_back(id);
+    for (int i = 0; i < 3; ++i) {
+      const Weight* w = i < static_cast<int>(ws.size()) ? ws[i] : nullptr;
+      cmds_.push_back(w && w->present() ? static_cast<const WeightBuffer*>(w->buffer)->id() : 0);
+    }
+    cmds_.push_back(gx);
+    cmds_.push_back(gy);
+    cmds_.push_back(static_cast<uint32_t>(params.size()));
+    cmds_.insert(cmds_.end(), params.begin(), params.end());
+    if (++pending_ >= 2048) Flush();
+  }
+  void Flush() {
+    if (!cmds_.empty()) g4_gpu_submit(cmds_.data(), static_cast<uint32_t>(cmds_.size()));
+    cmds_.clear();
+    pending_ = 0;
+    host_used_ = 0;
+  }
+
+  uint64_t arena_bytes_;
+  uint32_t arena_ = 0;
+  uint64_t host_base_ = 0, host_used_ = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> free_;  // (offset, bytes), sorted
+  std::vector<uint32_t> cmds_;
+  int pending_ = 0;
+  std::vector<uint8_t> staging_;
+  std::map<std::tuple<int, int, int, int>, uint32_t> kernel_ids_;
+
+  friend class ArenaBuffer;
+};
+
+ArenaBuffer::~ArenaBuffer() { owner_->Release(offset_, bytes()); }
+
+Result<std::unique_ptr<Backend>> MakeWebGpuBackend(uint64_t arena_bytes) {
+  auto be = std::make_unique<WebGpuBackend>(arena_bytes);
+  G4_RETURN_IF_ERROR(be->Init());
+  return std::unique_ptr<Backend>(std::move(be));
+}
+
+}  // namespace g4

@@ -1,0 +1,57 @@
+// The WebGPU backend (WebAssembly + Dawn, on Mesa lavapipe without a GPU) against the reference
+// goldens: greedy tokens identical, the final logits that chose them within tolerance, and the
+// speculative rounds of every assistant identical.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { join, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const cli = join(root, 'bin', 'gemma4.mjs');
+const models = join(root, 'testdata', 'models');
+const TOLERANCE = 2e-3;
+
+function run(args) {
+  const out = execFileSync(process.execPath, [cli, ...args, '--backend', 'webgpu'], { cwd: root, encoding: 'utf8' });
+  const lines = out.trim().split('\n');
+  return JSON.parse(lines[lines.length - 1]);
+}
+
+for (const name of readdirSync(models).sort()) {
+  const dir = join(models, name);
+  if (!existsSync(join(dir, 'golden.json'))) continue;
+  const golden = JSON.parse(readFileSync(join(dir, 'golden.json'), 'utf8'));
+  test(`${name}: webgpu greedy tokens and logits equal the reference`, () => {
+    for (const p of golden.prompts) {
+      const r = run(['generate', '--model', dir, '--prompt-ids', p.prompt_ids.join(','), '--max-new-tokens',
+                     String(golden.max_new_tokens), '--top-logits', '2', '--json']);
+      assert.equal(r.stats.backend, 'webgpu');
+      assert.deepEqual(r.tokens, p.greedy_tokens);
+      // The logits that chose generated token j sit at position prompt_len - 1 + j.
+      let checked = 0;
+      for (const rec of p.logits) {
+        const j = rec.position - (p.prompt_ids.length - 1);
+        if (j < 0 || j >= r.top_logits.length) continue;
+        for (const [id, value] of r.top_logits[j]) {
+          assert.ok(Math.abs(value - rec.values[id]) <= TOLERANCE,
+            `position ${rec.position} token ${id}: ${value} vs reference ${rec.values[id]}`);
+          checked++;
+        }
+      }
+      assert.ok(checked > 0);
+    }
+  });
+  for (const a of readdirSync(dir).filter((f) => f.startsWith('assistant_')).sort()) {
+    const ag = JSON.parse(readFileSync(join(dir, a, 'golden.json'), 'utf8'));
+    test(`${name}/${a}: webgpu speculative rounds equal the reference`, () => {
+      for (const t of ag.traces) {
+        const r = run(['generate', '--model', dir, '--assistant', join(dir, a), '--draft-tokens', '2', '--prompt-ids',
+                       t.prompt_ids.join(','), '--max-new-tokens', String(t.max_new_tokens), '--json']);
+        assert.deepEqual(r.tokens, t.k2.tokens);
+        assert.deepEqual(r.stats.accepted_per_round, t.k2.rounds.map((x) => x.accepted));
+      }
+    });
+  }
+}
