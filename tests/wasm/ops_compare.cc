@@ -1,0 +1,203 @@
+// Every backend op on the WebGPU backend against the CPU reference, both inside the WebAssembly
+// module: random inputs of odd sizes, NMSE per op against a per-op bound. Prints one JSON line per
+// case and exits non-zero when any case fails. Run by tests/js/webgpu_ops.test.mjs.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "io/reader.h"
+
+namespace g4 {
+namespace {
+
+std::mt19937 rng(7);
+
+std::vector<float> Random(size_t n, float scale = 1.0f) {
+  std::normal_distribution<float> nd(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = nd(rng);
+  return v;
+}
+
+// One backend's view of a test case: buffers made from host vectors.
+struct Side {
+  Backend* be;
+  std::vector<std::unique_ptr<Buffer>> owned;
+  std::vector<std::unique_ptr<Reader>> readers;
+  F32 Floats(const std::vector<float>& v) {
+    auto b = be->Allocate(std::max<size_t>(1, v.size()) * 4);
+    if (!b.ok()) std::abort();
+    if (!v.empty() && !be->Upload(**b, 0, v.data(), v.size() * 4).ok()) std::abort();
+    owned.push_back(std::move(b).value());
+    return F32{owned.back().get(), 0};
+  }
+  Weight MakeWeight(const std::vector<float>& v, int64_t count, int64_t rows, int64_t cols, DType dt) {
+    std::vector<uint8_t> bytes(v.size() * DTypeSize(dt));
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (dt == DType::kF32) {
+        std::memcpy(&bytes[i * 4], &v[i], 4);
+      } else {
+        const uint16_t h = dt == DType::kBF16 ? F32ToBf16(v[i]) : F32ToF16(v[i]);
+        std::memcpy(&bytes[i * 2], &h, 2);
+      }
+    }
+    readers.push_back(MakeMemoryReader(bytes, "w"));
+    auto b = be->LoadWeights(*readers.back(), 0, bytes.size());
+    if (!b.ok()) std::abort();
+    owned.push_back(std::move(b).value());
+    return Weight{owned.back().get(), dt, count, rows, cols};
+  }
+  std::vector<float> Read(F32 t, size_t n) {
+    std::vector<float> out(n);
+    if (!be->Download(*t.buffer, t.offset * 4, out.data(), n * 4).ok()) std::abort();
+    return out;
+  }
+};
+
+int failures = 0;
+
+void Check(const std::string& name, const std::vector<float>& got, const std::vector<float>& want, double bound) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    num += (got[i] - want[i]) * static_cast<double>(got[i] - want[i]);
+    den += want[i] * static_cast<double>(want[i]);
+  }
+  const double nmse = den > 0 ? num / den : num;
+  const bool ok = nmse <= bound && got.size() == want.size();
+  if (!ok) ++failures;
+  std::printf("{\"op\": \"%s\", \"nmse\": %.3g, \"bound\": %.3g, \"ok\": %s}\n", name.c_str(), nmse, bound, ok ? "true" : "false");
+}
+
+// Runs `body` on both backends with the same random draws; compares what it returns.
+void Case(const std::string& name, Backend& gpu, Backend& cpu, double bound,
+          const std::function<std::vector<float>(Side&)>& body) {
+  const auto state = rng;
+  Side g{&gpu, {}, {}}, c{&cpu, {}, {}};
+  const auto got = body(g);
+  rng = state;
+  const auto want = body(c);
+  Check(name, got, want, bound);
+}
+
+void RunAll(Backend& gpu, Backend& cpu) {
+  const DType dtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
+  for (DType dt : dtypes) {
+    for (auto [rows, outs, ins] : {std::tuple{1, 5, 3}, {3, 33, 17}, {5, 100, 129}, {33, 9, 300}}) {
+      Case(std::string("matmul_") + DTypeName(dt) + "_" + std::to_string(rows) + "x" + std::to_string(outs) + "x" +
+               std::to_string(ins),
+           gpu, cpu, 1e-10, [&](Side& s) {
+             Weight w = s.MakeWeight(Random(outs * ins), 1, outs, ins, dt);
+             F32 x = s.Floats(Random(rows * ins)), y = s.Floats(std::vector<float>(rows * outs));
+             s.be->MatMul(y, x, w, rows);
+             return s.Read(y, rows * outs);
+           });
+    }
+    Case(std::string("embed_") + DTypeName(dt), gpu, cpu, 1e-12, [&](Side& s) {
+      Weight t = s.MakeWeight(Random(37 * 11), 1, 37, 11, dt);
+      F32 out = s.Floats(std::vector<float>(5 * 11));
+      const std::vector<int32_t> ids = {0, 36, 5, 5, 17};
+      s.be->Embed(out, t, ids, 1.7f);
+      return s.Read(out, 5 * 11);
+    });
+    Case(std::string("gather_matvec_") + DTypeName(dt), gpu, cpu, 1e-10, [&](Side& s) {
+      Weight w = s.MakeWeight(Random(50 * 19), 1, 50, 19, dt);
+      F32 x = s.Floats(Random(19)), y = s.Floats(std::vector<float>(7));
+      const std::vector<int32_t> rows = {49, 0, 3, 3, 22, 7, 31};
+      s.be->GatherMatVec(y, x, w, rows);
+      return s.Read(y, 7);
+    });
+  }
+  for (bool weighted : {true, false}) {
+    Case(std::string("rms_norm") + (weighted ? "" : "_no_weight"), gpu, cpu, 1e-11, [&](Side& s) {
+      Weight w = weighted ? s.MakeWeight(Random(77), 1, 1, 77, DType::kBF16) : Weight{};
+      F32 x = s.Floats(Random(6 * 77, 3.0f)), y = s.Floats(std::vector<float>(6 * 77));
+      s.be->RmsNorm(y, x, w, 6, 77, 1e-6f);
+      s.be->RmsNorm(x, x, w, 6, 77, 1e-6f);  // in place too
+      auto a = s.Read(y, 6 * 77), b = s.Read(x, 6 * 77);
+      a.insert(a.end(), b.begin(), b.end());
+      return a;
+    });
+  }
+  Case("rope", gpu, cpu, 1e-10, [&](Side& s) {
+    F32 x = s.Floats(Random(3 * 4 * 12));
+    std::vector<float> inv = {1.0f, 0.3f, 0.01f, 0.0f, 0.0f, 0.0f};
+    const std::vector<int64_t> pos = {0, 7, 1234};
+    s.be->Rope(x, 3, 4, inv, pos);
+    return s.Read(x, 3 * 4 * 12);
+  });
+  for (auto [window, past_only] : {std::pair{0, false}, {3, false}, {4, true}, {0, true}}) {
+    Case("attention_w" + std::to_string(window) + (past_only ? "_past" : ""), gpu, cpu, 1e-10, [&](Side& s) {
+      const int heads = 4, kvh = 2, d = 10, rows = past_only ? 1 : 3, cap = 6, start = 9;
+      F32 q = s.Floats(Random(rows * heads * d)), kn = s.Floats(Random(rows * kvh * d)), vn = s.Floats(Random(rows * kvh * d));
+      F32 kc = s.Floats(Random(cap * kvh * d)), vc = s.Floats(Random(cap * kvh * d));
+      F32 out = s.Floats(std::vector<float>(rows * heads * d));
+      AttentionShape sh{rows, heads, kvh, d, window, start, cap, cap, past_only};
+      s.be->Attention(out, q, kn, vn, kc, vc, sh);
+      return s.Read(out, rows * heads * d);
+    });
+  }
+  Case("cache_append", gpu, cpu, 0.0, [&](Side& s) {
+    F32 kc = s.Floats(Random(4 * 6)), vc = s.Floats(Random(4 * 6)), kn = s.Floats(Random(7 * 6)), vn = s.Floats(Random(7 * 6));
+    s.be->CacheAppend(kc, vc, kn, vn, 7, 6, 11, 4);
+    auto a = s.Read(kc, 24), b = s.Read(vc, 24);
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  });
+  Case("gelu_mul_strided", gpu, cpu, 1e-11, [&](Side& s) {
+    F32 g = s.Floats(Random(3 * 13, 3.0f)), u = s.Floats(Random(3 * 40)), o = s.Floats(std::vector<float>(3 * 13));
+    s.be->GeluMul(o, g, u.At(5), 3, 13, 40);
+    return s.Read(o, 3 * 13);
+  });
+  Case("add_copy_scale_softcap", gpu, cpu, 1e-12, [&](Side& s) {
+    F32 a = s.Floats(Random(101, 20.0f)), b = s.Floats(Random(101)), c = s.Floats(std::vector<float>(101));
+    s.be->Add(c, a, b, 101);
+    s.be->Scale(c, 101, 0.37f);
+    s.be->Softcap(a, 101, 30.0f);
+    s.be->Copy(b.At(1), a, 100);
+    auto r = s.Read(c, 101), t = s.Read(b, 101);
+    r.insert(r.end(), t.begin(), t.end());
+    return r;
+  });
+  Case("moe_route_and_experts", gpu, cpu, 1e-10, [&](Side& s) {
+    const int rows = 3, hid = 24, ne = 6, k = 2, width = 7;
+    F32 x = s.Floats(Random(rows * hid, 2.0f)), idx = s.Floats(std::vector<float>(rows * k)),
+        wts = s.Floats(std::vector<float>(rows * k)), out = s.Floats(std::vector<float>(rows * hid));
+    Weight scale = s.MakeWeight(Random(hid), 1, 1, hid, DType::kBF16);
+    Weight proj = s.MakeWeight(Random(ne * hid), 1, ne, hid, DType::kBF16);
+    Weight pes = s.MakeWeight(Random(ne), 1, 1, ne, DType::kF32);
+    Weight gu = s.MakeWeight(Random(ne * 2 * width * hid, 0.3f), ne, 2 * width, hid, DType::kBF16);
+    Weight down = s.MakeWeight(Random(ne * hid * width, 0.3f), ne, hid, width, DType::kF16);
+    const MoeShape ms{rows, hid, ne, k, width};
+    s.be->MoeRoute(idx, wts, x, scale, proj, pes, ms, 1e-6f);
+    s.be->MoeExperts(out, x, gu, down, idx, wts, ms);
+    auto r = s.Read(idx, rows * k), w = s.Read(wts, rows * k), o = s.Read(out, rows * hid);
+    r.insert(r.end(), w.begin(), w.end());
+    r.insert(r.end(), o.begin(), o.end());
+    return r;
+  });
+}
+
+}  // namespace
+}  // namespace g4
+
+extern "C" __attribute__((export_name("g4_main"))) int g4_main(int, char**) {
+  auto gpu = g4::MakeWebGpuBackend(64ull << 20);
+  if (!gpu.ok()) {
+    std::fprintf(stderr, "%s\n", gpu.status().message().c_str());
+    return 1;
+  }
+  auto cpu = g4::MakeCpuBackend();
+  g4::RunAll(**gpu, *cpu);
+  std::printf("{\"failures\": %d}\n", g4::failures);
+  return g4::failures ? 1 : 0;
+}
+extern "C" __attribute__((export_name("g4_flush"))) void g4_flush() {
+  std::fflush(stdout);
+  std::fflush(stderr);
+}
