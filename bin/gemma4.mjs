@@ -1,7 +1,8 @@
 #!/usr/bin/env -S node --no-warnings
 // gemma4 for Node: the same command line as the native binary, running the C++ core compiled to
 // WebAssembly (build-wasm/gemma4.wasm, made by scripts/build-wasm.sh). Files are reached through
-// WASI; `--backend webgpu` runs the WebGPU backend on Dawn (the `webgpu` package).
+// WASI; the WebGPU backend (the default here, `--backend cpu` for the CPU one inside WebAssembly)
+// runs on Dawn (the `webgpu` package).
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,8 +15,12 @@ if (!existsSync(wasmPath)) {
   process.exit(1);
 }
 const argv = process.argv.slice(2);
+// WebGPU is the default backend here (the native binary's is cpu).
+if (['generate', 'bench'].includes(argv[0]) && !argv.some((a) => a === '--backend' || a.startsWith('--backend='))) {
+  argv.push('--backend', 'webgpu');
+}
 const backendAt = argv.indexOf('--backend');
-const wantsGpu = backendAt >= 0 && argv[backendAt + 1] === 'webgpu';
+const wantsGpu = (backendAt >= 0 && argv[backendAt + 1] === 'webgpu') || argv.includes('--backend=webgpu');
 let device = null;
 let gpuRoot = null;
 if (wantsGpu) {

@@ -37,7 +37,7 @@ for (const name of readdirSync(models).sort()) {
     test(`${name}/${a}: speculative rounds equal the reference`, () => {
       for (const t of ag.traces) {
         const r = run(['generate', '--model', dir, '--assistant', join(dir, a), '--draft-tokens', '2', '--prompt-ids',
-                       t.prompt_ids.join(','), '--max-new-tokens', String(t.max_new_tokens), '--json']);
+                       t.prompt_ids.join(','), '--max-new-tokens', String(t.max_new_tokens), '--backend', 'cpu', '--json']);
         assert.deepEqual(r.tokens, t.k2.tokens);
         assert.deepEqual(r.stats.accepted_per_round, t.k2.rounds.map((x) => x.accepted));
       }
@@ -58,8 +58,14 @@ test('tokenize equals the reference ids', () => {
   }
 });
 
+test('webgpu is the default backend of the Node CLI', () => {
+  const r = run(['generate', '--model', join(models, 'dense'), '--prompt-ids', '2,7', '--max-new-tokens', '3', '--json']);
+  assert.equal(r.stats.backend, 'webgpu');
+});
+
 test('errors come back as messages and exit codes', () => {
-  const r = spawnSync(process.execPath, [cli, 'generate', '--model', '/nonexistent', '--prompt-ids', '2'], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [cli, 'generate', '--model', '/nonexistent', '--prompt-ids', '2', '--backend', 'cpu'],
+                      { encoding: 'utf8' });
   assert.equal(r.status, 1);
   assert.match(r.stderr, /\/nonexistent\/config\.json/);
   const u = spawnSync(process.execPath, [cli, 'frobnicate'], { encoding: 'utf8' });
