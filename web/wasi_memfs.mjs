@@ -1,0 +1,120 @@
+// The few WASI calls the module makes, for browsers: files come from an in-memory map (path ->
+// Uint8Array, read-only, under a preopened "/"), output goes to callbacks, clocks and exit are
+// the obvious ones. Anything else answers ENOSYS.
+const ESUCCESS = 0, EBADF = 8, ENOENT = 44, ENOSYS = 52, EINVAL = 28;
+
+export function createMemoryWasi({ files, stdout = () => {}, stderr = () => {}, env = { PWD: '/' } }) {
+  let memory = null;
+  const open = new Map();  // fd -> { data, pos }
+  let nextFd = 4;
+  const view = () => new DataView(memory.buffer);
+  const u8 = () => new Uint8Array(memory.buffer);
+  const text = (ptr, len) => new TextDecoder().decode(u8().subarray(ptr, ptr + len));
+  const envList = Object.entries(env).map(([k, v]) => new TextEncoder().encode(`${k}=${v}\0`));
+  const resolvePath = (p) => '/' + p.replace(/^\/+/, '').split('/').filter((s) => s && s !== '.').join('/');
+  const imports = {
+    environ_sizes_get(countPtr, sizePtr) {
+      view().setUint32(countPtr, envList.length, true);
+      view().setUint32(sizePtr, envList.reduce((n, e) => n + e.length, 0), true);
+      return ESUCCESS;
+    },
+    environ_get(ptrs, buf) {
+      for (const e of envList) {
+        view().setUint32(ptrs, buf, true);
+        u8().set(e, buf);
+        ptrs += 4;
+        buf += e.length;
+      }
+      return ESUCCESS;
+    },
+    clock_time_get(_id, _precision, out) {
+      view().setBigUint64(out, BigInt(Math.round(performance.now() * 1e6)), true);
+      return ESUCCESS;
+    },
+    fd_prestat_get(fd, out) {
+      if (fd !== 3) return EBADF;
+      view().setUint8(out, 0);
+      view().setUint32(out + 4, 1, true);
+      return ESUCCESS;
+    },
+    fd_prestat_dir_name(fd, ptr, len) {
+      if (fd !== 3 || len < 1) return EBADF;
+      u8()[ptr] = 47;  // "/"
+      return ESUCCESS;
+    },
+    fd_fdstat_get(fd, out) {
+      if (fd > 3 && !open.has(fd)) return EBADF;
+      view().setUint8(out, fd <= 2 ? 2 : fd === 3 ? 3 : 4);  // character device, directory, regular file
+      view().setUint16(out + 2, 0, true);
+      view().setBigUint64(out + 8, 0xffffffffn, true);
+      view().setBigUint64(out + 16, 0xffffffffn, true);
+      return ESUCCESS;
+    },
+    fd_fdstat_set_flags() { return ESUCCESS; },
+    path_open(dirFd, _dirflags, pathPtr, pathLen, oflags, _rights, _inheriting, _fdflags, fdOut) {
+      if (dirFd !== 3) return EBADF;
+      if (oflags & 1) return ENOSYS;  // O_CREAT: read-only file system
+      const data = files.get(resolvePath(text(pathPtr, pathLen)));
+      if (!data) return ENOENT;
+      const fd = nextFd++;
+      open.set(fd, { data, pos: 0 });
+      view().setUint32(fdOut, fd, true);
+      return ESUCCESS;
+    },
+    path_filestat_get(dirFd, _flags, pathPtr, pathLen, out) {
+      if (dirFd !== 3) return EBADF;
+      const data = files.get(resolvePath(text(pathPtr, pathLen)));
+      if (!data) return ENOENT;
+      for (let i = 0; i < 64; i += 8) view().setBigUint64(out + i, 0n, true);
+      view().setUint8(out + 16, 4);
+      view().setBigUint64(out + 32, BigInt(data.length), true);
+      return ESUCCESS;
+    },
+    path_create_directory() { return ENOSYS; },
+    fd_read(fd, iovs, count, nread) {
+      const f = open.get(fd);
+      if (!f) return EBADF;
+      let total = 0;
+      for (let i = 0; i < count; i++) {
+        const ptr = view().getUint32(iovs + 8 * i, true), len = view().getUint32(iovs + 8 * i + 4, true);
+        const chunk = f.data.subarray(f.pos, f.pos + len);
+        u8().set(chunk, ptr);
+        f.pos += chunk.length;
+        total += chunk.length;
+        if (chunk.length < len) break;
+      }
+      view().setUint32(nread, total, true);
+      return ESUCCESS;
+    },
+    fd_seek(fd, offset, whence, out) {
+      const f = open.get(fd);
+      if (!f) return EBADF;
+      const base = whence === 0 ? 0 : whence === 1 ? f.pos : f.data.length;
+      const pos = base + Number(offset);
+      if (pos < 0) return EINVAL;
+      f.pos = pos;
+      view().setBigUint64(out, BigInt(pos), true);
+      return ESUCCESS;
+    },
+    fd_write(fd, iovs, count, nwritten) {
+      let total = 0;
+      for (let i = 0; i < count; i++) {
+        const ptr = view().getUint32(iovs + 8 * i, true), len = view().getUint32(iovs + 8 * i + 4, true);
+        const s = text(ptr, len);
+        (fd === 2 ? stderr : stdout)(s);
+        total += len;
+      }
+      view().setUint32(nwritten, total, true);
+      return ESUCCESS;
+    },
+    fd_close(fd) { return open.delete(fd) ? ESUCCESS : EBADF; },
+    proc_exit(code) { throw new Error(`gemma4: exited with ${code}`); },
+  };
+  return {
+    imports,
+    initialize(instance) {
+      memory = instance.exports.memory;
+      instance.exports._initialize?.();
+    },
+  };
+}
