@@ -225,6 +225,13 @@ TEST_F(OpsTest, EmbedScalesStoredRows) {
   EXPECT_EQ(Read(out, 4), (std::vector<float>{2.5f, 3.0f, 0.5f, 1.0f}));
 }
 
+TEST_F(OpsTest, ArgmaxTakesTheFirstOfEqualMaxima) {
+  F32 x = Floats({1, 5, 5, -2, /*row 1*/ -3, -1, -7, -1, /*row 2*/ 0, 0, 0, 9});
+  F32 ids = Floats({0, 0, 0});
+  be_->Argmax(ids, x, 3, 4);
+  EXPECT_EQ(Read(ids, 3), (std::vector<float>{1, 1, 3}));
+}
+
 TEST_F(OpsTest, SoftcapAddScale) {
   F32 a = Floats({0.0f, 30.0f, -60.0f}), b = Floats({1.0f, 1.0f, 1.0f});
   be_->Softcap(a, 3, 30.0f);

@@ -105,6 +105,8 @@ class Backend {
   virtual void Add(F32 out, F32 a, F32 b, size_t count) = 0;
   // dst = src                                                        (count)
   virtual void Copy(F32 dst, F32 src, size_t count) = 0;
+  // ids[r] = the index of the largest x[r, :] (the lowest among equals), as a float     x: (rows, cols)
+  virtual void Argmax(F32 ids, F32 x, int rows, int cols) = 0;
   // out[j] = in . w[rows[j]]: a matrix-vector product over chosen rows of w   in: (w.cols)
   virtual void GatherMatVec(F32 out, F32 in, const Weight& w, std::span<const int32_t> rows) = 0;
   // x *= s                                                           (count)

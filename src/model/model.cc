@@ -23,6 +23,7 @@ enum ScratchSlot {
   kPleGate,  // (rows, ple_dim)
   kRoute,    // (rows, 2 * top_k) expert indices then weights
   kLogits,   // (rows, vocab)
+  kIds,      // (rows) argmax token ids
   kNumSlots
 };
 
@@ -104,7 +105,7 @@ Status Model::EnsureScratch(int rows) {
   const size_t sizes[kNumSlots] = {
       n * c.hidden, n * c.hidden, n * c.hidden, n * c.hidden, n * max_q, n * max_q, n * max_inter, n * max_inter,
       std::max<size_t>(1, n * pl), std::max<size_t>(1, n * pl), std::max<size_t>(1, n * c.ple_dim),
-      std::max<size_t>(1, n * 2 * c.top_k_experts), n * c.vocab};
+      std::max<size_t>(1, n * 2 * c.top_k_experts), n * c.vocab, n};
   std::vector<std::unique_ptr<Buffer>> scratch(kNumSlots), ks(c.num_layers), vs(c.num_layers);
   for (int i = 0; i < kNumSlots; ++i) {
     G4_ASSIGN_OR_RETURN(scratch[i], backend_.Allocate(sizes[i] * sizeof(float)));
@@ -124,11 +125,42 @@ Status Model::EnsureScratch(int rows) {
 }
 
 Status Model::Forward(std::span<const int32_t> tokens, KvCache& cache, int logit_rows, std::vector<float>* logits) {
+  if (logit_rows < 0 || logit_rows > static_cast<int>(tokens.size())) {
+    return InvalidArgument("forward: logit_rows out of range");
+  }
+  G4_RETURN_IF_ERROR(Run(tokens, cache));
+  if (logit_rows == 0) return Status::Ok();
+  const F32 out_logits = Head(static_cast<int>(tokens.size()), logit_rows);
+  const size_t count = static_cast<size_t>(logit_rows) * config_.vocab;
+  logits->resize(count);
+  return backend_.Download(*out_logits.buffer, 0, logits->data(), count * sizeof(float));
+}
+
+Status Model::ForwardArgmax(std::span<const int32_t> tokens, KvCache& cache, int rows, std::vector<int>* ids) {
+  if (rows < 1 || rows > static_cast<int>(tokens.size())) return InvalidArgument("forward: rows out of range");
+  G4_RETURN_IF_ERROR(Run(tokens, cache));
+  const F32 out_logits = Head(static_cast<int>(tokens.size()), rows);
+  backend_.Argmax(Scratch(kIds), out_logits, rows, config_.vocab);
+  std::vector<float> f(rows);
+  G4_RETURN_IF_ERROR(backend_.Download(*scratch_[kIds], 0, f.data(), rows * sizeof(float)));
+  ids->assign(f.begin(), f.end());
+  return Status::Ok();
+}
+
+F32 Model::Head(int n, int rows) {
+  const ModelConfig& c = config_;
+  const Weight& head = c.tie_word_embeddings ? weights_.embed : weights_.lm_head;
+  const F32 out_logits = Scratch(kLogits);
+  backend_.MatMul(out_logits, Scratch(kH).At(static_cast<size_t>(n - rows) * c.hidden), head, rows);
+  if (c.final_softcap) backend_.Softcap(out_logits, static_cast<size_t>(rows) * c.vocab, *c.final_softcap);
+  return out_logits;
+}
+
+Status Model::Run(std::span<const int32_t> tokens, KvCache& cache) {
   const ModelConfig& c = config_;
   const int n = static_cast<int>(tokens.size());
   const int64_t start = cache.length_;
   if (n == 0) return InvalidArgument("forward: no tokens");
-  if (logit_rows < 0 || logit_rows > n) return InvalidArgument("forward: logit_rows out of range");
   if (start + n > cache.max_positions_) {
     return OutOfRange("forward: position " + std::to_string(start + n - 1) + " is past the cache's " +
                       std::to_string(cache.max_positions_) + " positions");
@@ -142,8 +174,7 @@ Status Model::Forward(std::span<const int32_t> tokens, KvCache& cache, int logit
   const int H = c.hidden;
   const F32 x = Scratch(kX), h = Scratch(kH), o = Scratch(kO), f = Scratch(kF), q = Scratch(kQ),
             attn = Scratch(kAttn), gate = Scratch(kGate), up = Scratch(kUp), ple = Scratch(kPle),
-            ple_tok = Scratch(kPleTok), ple_gate = Scratch(kPleGate), route = Scratch(kRoute),
-            out_logits = Scratch(kLogits);
+            ple_tok = Scratch(kPleTok), ple_gate = Scratch(kPleGate), route = Scratch(kRoute);
   std::vector<int64_t> positions(n);
   for (int r = 0; r < n; ++r) positions[r] = start + r;
 
@@ -185,15 +216,6 @@ Status Model::Forward(std::span<const int32_t> tokens, KvCache& cache, int logit
   cache.length_ = start + n;
 
   be.RmsNorm(h, x, w.final_norm, n, H, c.rms_eps);
-  if (logit_rows > 0) {
-    const Weight& head = c.tie_word_embeddings ? w.embed : w.lm_head;
-    const size_t first = static_cast<size_t>(n - logit_rows) * H;
-    be.MatMul(out_logits, h.At(first), head, logit_rows);
-    const size_t count = static_cast<size_t>(logit_rows) * c.vocab;
-    if (c.final_softcap) be.Softcap(out_logits, count, *c.final_softcap);
-    logits->resize(count);
-    G4_RETURN_IF_ERROR(be.Download(*out_logits.buffer, 0, logits->data(), count * sizeof(float)));
-  }
   return Status::Ok();
 }
 

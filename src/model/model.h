@@ -63,6 +63,9 @@ class Model {
   // writes the final (softcapped) logits of the last `logit_rows` rows, (logit_rows, vocab),
   // into `logits` (logit_rows 0: none).
   Status Forward(std::span<const int32_t> tokens, KvCache& cache, int logit_rows, std::vector<float>* logits);
+  // The same pass, reading back only the greedy token of each of the last `rows` rows (the
+  // argmax runs on the backend, so a GPU returns a few ids instead of whole logit rows).
+  Status ForwardArgmax(std::span<const int32_t> tokens, KvCache& cache, int rows, std::vector<int>* ids);
   // The final-normed hidden states of the last Forward's rows, (rows, hidden), on the backend.
   F32 hidden_rows() { return Scratch(kHiddenSlot); }
   static constexpr int kHiddenSlot = 1;  // the scratch slot that ends a Forward holding them
@@ -71,6 +74,8 @@ class Model {
   Model(ModelConfig config, std::unique_ptr<Checkpoint> ckpt, Backend& backend)
       : config_(std::move(config)), ckpt_(std::move(ckpt)), backend_(backend) {}
   Status EnsureScratch(int rows);
+  Status Run(std::span<const int32_t> tokens, KvCache& cache);  // layers and final norm
+  F32 Head(int n, int rows);  // softcapped logits of the last `rows` of n rows, on the backend
   F32 Scratch(int index) { return F32{scratch_[index].get(), 0}; }
 
   ModelConfig config_;

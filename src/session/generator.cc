@@ -36,14 +36,25 @@ Result<GenerationResult> Generate(Model& model, std::span<const int32_t> prompt,
   G4_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, model.NewCache(max_positions));
   Sampler sampler(options.sampler);
   std::vector<float> logits;
+  std::vector<int> ids;
+  // Greedy decoding without recorded logits reads back token ids only (the argmax runs on the
+  // backend); otherwise whole logit rows.
+  const bool ids_only = options.sampler.temperature == 0.0f && options.top_logits == 0;
+  auto step = [&](std::span<const int32_t> tokens) -> Result<int> {
+    if (ids_only) {
+      G4_RETURN_IF_ERROR(model.ForwardArgmax(tokens, *cache, 1, &ids));
+      return ids[0];
+    }
+    G4_RETURN_IF_ERROR(model.Forward(tokens, *cache, 1, &logits));
+    return sampler.Sample(logits);
+  };
 
   const int64_t t0 = MonotonicMicros();
-  G4_RETURN_IF_ERROR(model.Forward(prompt, *cache, 1, &logits));
+  G4_ASSIGN_OR_RETURN(int token, step(prompt));
   const int64_t t1 = MonotonicMicros();
   result.stats.prefill_us = t1 - t0;
 
   while (true) {
-    const int token = sampler.Sample(logits);
     result.tokens.push_back(token);
     if (options.top_logits > 0) result.top_logits.push_back(TopK(logits, options.top_logits));
     if (on_token) on_token(token);
@@ -53,7 +64,7 @@ Result<GenerationResult> Generate(Model& model, std::span<const int32_t> prompt,
     }
     if (static_cast<int>(result.tokens.size()) >= options.max_new_tokens) break;
     const int32_t next = token;
-    G4_RETURN_IF_ERROR(model.Forward(std::span<const int32_t>(&next, 1), *cache, 1, &logits));
+    G4_ASSIGN_OR_RETURN(token, step(std::span<const int32_t>(&next, 1)));
   }
   result.stats.decode_us = MonotonicMicros() - t1;
   result.stats.generated_tokens = static_cast<int>(result.tokens.size());

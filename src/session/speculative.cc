@@ -58,12 +58,21 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     if (on_token) on_token(t);
   };
 
+  // Greedy rounds without recorded logits read back token ids only (argmax on the backend).
+  const bool ids_only = greedy && options.top_logits == 0;
+  std::vector<int> ids;
   const int64_t t0_us = MonotonicMicros();
-  G4_RETURN_IF_ERROR(target.Forward(prompt, *cache, 1, &logits));
+  int seed;
+  if (ids_only) {
+    G4_RETURN_IF_ERROR(target.ForwardArgmax(prompt, *cache, 1, &ids));
+    seed = ids[0];
+  } else {
+    G4_RETURN_IF_ERROR(target.Forward(prompt, *cache, 1, &logits));
+    seed = greedy ? Argmax(logits) : DrawFrom(shaper.Distribution(logits), rng);
+  }
   const int64_t t1_us = MonotonicMicros();
   st.prefill_us = t1_us - t0_us;
   be.Copy(state, target.hidden_rows().At(static_cast<size_t>(prompt.size() - 1) * H), H);
-  int seed = greedy ? Argmax(logits) : DrawFrom(shaper.Distribution(logits), rng);
   emit(seed, 0);
   bool done = is_stop(seed);
   if (done) result.stop_reason = "eos";
@@ -95,12 +104,17 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     // Verify [seed, drafts] in one forward.
     verify.assign(1, seed);
     verify.insert(verify.end(), round.drafts.begin(), round.drafts.end());
-    G4_RETURN_IF_ERROR(target.Forward(verify, *cache, nd + 1, &logits));
     int m = 0, bonus = 0;
-    if (greedy) {
+    if (ids_only) {
+      G4_RETURN_IF_ERROR(target.ForwardArgmax(verify, *cache, nd + 1, &ids));
+      while (m < nd && round.drafts[m] == ids[m]) ++m;
+      bonus = ids[m];
+    } else if (greedy) {
+      G4_RETURN_IF_ERROR(target.Forward(verify, *cache, nd + 1, &logits));
       while (m < nd && round.drafts[m] == Argmax(std::span<const float>(&logits[static_cast<size_t>(m) * V], V))) ++m;
       bonus = Argmax(std::span<const float>(&logits[static_cast<size_t>(m) * V], V));
     } else {
+      G4_RETURN_IF_ERROR(target.Forward(verify, *cache, nd + 1, &logits));
       bool rejected = false;
       for (; m < nd; ++m) {
         const std::vector<float> pd = shaper.Distribution(std::span<const float>(&logits[static_cast<size_t>(m) * V], V));

@@ -14,7 +14,12 @@ const models = join(root, 'testdata', 'models');
 const TOLERANCE = 2e-3;
 
 function run(args) {
-  const out = execFileSync(process.execPath, [cli, ...args, '--backend', 'webgpu'], { cwd: root, encoding: 'utf8' });
+  let out;
+  try {
+    out = execFileSync(process.execPath, [cli, ...args, '--backend', 'webgpu'], { cwd: root, encoding: 'utf8' });
+  } catch (e) {
+    throw new Error(`gemma4 ${args.join(' ')} failed (status ${e.status}, signal ${e.signal}):\n${e.stderr}`);
+  }
   const lines = out.trim().split('\n');
   return JSON.parse(lines[lines.length - 1]);
 }

@@ -164,6 +164,13 @@ void RunAll(Backend& gpu, Backend& cpu) {
     r.insert(r.end(), t.begin(), t.end());
     return r;
   });
+  Case("argmax_ties_and_odd_widths", gpu, cpu, 0.0, [&](Side& s) {
+    std::vector<float> v = Random(4 * 1003);
+    v[2 * 1003 + 500] = v[2 * 1003 + 7] = 50.0f;  // a tie: the lower index wins
+    F32 x = s.Floats(v), ids = s.Floats(std::vector<float>(4));
+    s.be->Argmax(ids, x, 4, 1003);
+    return s.Read(ids, 4);
+  });
   Case("moe_route_and_experts", gpu, cpu, 1e-10, [&](Side& s) {
     const int rows = 3, hid = 24, ne = 6, k = 2, width = 7;
     F32 x = s.Floats(Random(rows * hid, 2.0f)), idx = s.Floats(std::vector<float>(rows * k)),

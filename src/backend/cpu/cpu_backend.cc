@@ -228,6 +228,19 @@ class CpuBackend final : public Backend {
     for (size_t j = 0; j < rows.size(); ++j) o[j] = cpu::Dot(x, base + rows[j] * row_bytes, w.dtype, w.cols);
   }
 
+  void Argmax(F32 ids, F32 x, int rows, int cols) override {
+    const float* p = Ptr(x);
+    float* out = Ptr(ids);
+    for (int r = 0; r < rows; ++r) {
+      const float* row = p + static_cast<size_t>(r) * cols;
+      int best = 0;
+      for (int c = 1; c < cols; ++c) {
+        if (row[c] > row[best]) best = c;
+      }
+      out[r] = static_cast<float>(best);
+    }
+  }
+
   void Scale(F32 x, size_t count, float s) override {
     float* p = Ptr(x);
     for (size_t i = 0; i < count; ++i) p[i] *= s;

@@ -44,7 +44,7 @@ class WeightBuffer final : public Buffer {
 };
 
 enum class Kernel { kEmbed, kRmsNorm, kMatMul, kRope, kAttention, kCacheAppend, kElementwise, kGeluMul, kMoeRoute,
-                    kMoeExperts, kGatherMatVec };
+                    kMoeExperts, kGatherMatVec, kArgmax };
 const char* KernelFile(Kernel k) {
   switch (k) {
     case Kernel::kEmbed: return "embed";
@@ -58,6 +58,7 @@ const char* KernelFile(Kernel k) {
     case Kernel::kMoeRoute: return "moe_route";
     case Kernel::kMoeExperts: return "moe_experts";
     case Kernel::kGatherMatVec: return "gather_matvec";
+    case Kernel::kArgmax: return "argmax";
   }
   return "";
 }
@@ -209,6 +210,9 @@ class WebGpuBackend final : public Backend {
   void GatherMatVec(F32 out, F32 in, const Weight& w, std::span<const int32_t> rows) override {
     const uint32_t rp = HostU32(rows.data(), rows.size());
     Record(Kernel::kGatherMatVec, {&w}, rows.size(), {At(out), At(in), rp, U(rows.size()), U(w.cols)});
+  }
+  void Argmax(F32 ids, F32 x, int rows, int cols) override {
+    RecordGroups(Kernel::kArgmax, {}, rows, {At(ids), At(x), U(rows), U(cols)});
   }
   void MoeRoute(F32 indices, F32 weights, F32 x, const Weight& scale, const Weight& proj,
                 const Weight& per_expert_scale, const MoeShape& s, float eps) override {
