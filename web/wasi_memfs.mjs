@@ -9,7 +9,7 @@ export function createMemoryWasi({ files, stdout = () => {}, stderr = () => {}, 
   let nextFd = 4;
   const view = () => new DataView(memory.buffer);
   const u8 = () => new Uint8Array(memory.buffer);
-  const text = (ptr, len) => new TextDecoder().decode(u8().subarray(ptr, ptr + len));
+  const text = (ptr, len) => new TextDecoder('utf-8', { ignoreBOM: true }).decode(u8().subarray(ptr, ptr + len));
   const envList = Object.entries(env).map(([k, v]) => new TextEncoder().encode(`${k}=${v}\0`));
   const resolvePath = (p) => '/' + p.replace(/^\/+/, '').split('/').filter((s) => s && s !== '.').join('/');
   const imports = {
