@@ -22,11 +22,10 @@ if (['generate', 'bench'].includes(argv[0]) && !argv.some((a) => a === '--backen
 const backendAt = argv.indexOf('--backend');
 const wantsGpu = (backendAt >= 0 && argv[backendAt + 1] === 'webgpu') || argv.includes('--backend=webgpu');
 let device = null;
-let gpuRoot = null;
 if (wantsGpu) {
   const { create, globals } = await import('webgpu');
   Object.assign(globalThis, globals);
-  gpuRoot = create([]);  // must stay referenced while the device is in use
+  const gpuRoot = create([]);
   const adapter = await gpuRoot.requestAdapter();
   if (!adapter) {
     process.stderr.write('gemma4: no WebGPU adapter (on a machine without a GPU: source .lavapipe/env.sh)\n');
@@ -36,7 +35,7 @@ if (wantsGpu) {
     requiredLimits: { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
                       maxBufferSize: adapter.limits.maxBufferSize },
   });
+  globalThis.__g4_gpu = { gpuRoot, adapter };  // Dawn objects stay referenced while in use
 }
 process.exitCode = await runCli(wasmPath, argv, { device });
 device?.destroy();
-globalThis.__g4_gpu_root = gpuRoot;

@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=$PWD/.lavapipe
-if [ -f "$dest/env.sh" ] && [ -f "$dest/root/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so" ]; then exit 0; fi
+if grep -q MESA_SHADER_CACHE_DISABLE "$dest/env.sh" 2>/dev/null && [ -f "$dest/root/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so" ]; then
+  exit 0
+fi
 work=$(mktemp -d)
 mkdir -p "$work/parts" "$work/lists/partial" "$work/cache" "$dest/debs"
 cat > "$work/parts/backports.sources" <<'SRC'
@@ -28,6 +30,8 @@ cat > "$dest/env.sh" <<ENV
 export VK_ICD_FILENAMES=$dest/lvp_icd.json
 export VK_DRIVER_FILES=$dest/lvp_icd.json
 export LD_LIBRARY_PATH=$lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
+# No on-disk shader cache: processes running side by side must not share one.
+export MESA_SHADER_CACHE_DISABLE=true
 ENV
 rm -rf "$work"
 echo "lavapipe ready in $dest"

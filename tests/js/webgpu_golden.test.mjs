@@ -18,7 +18,7 @@ function run(args) {
   try {
     out = execFileSync(process.execPath, [cli, ...args, '--backend', 'webgpu'], { cwd: root, encoding: 'utf8' });
   } catch (e) {
-    throw new Error(`gemma4 ${args.join(' ')} failed (status ${e.status}, signal ${e.signal}):\n${e.stderr}`);
+    throw new Error(`gemma4 ${args.join(' ')} failed (status ${e.status}, signal ${e.signal}, ${(e.stdout || '').length} bytes of output):\n${e.stderr}`);
   }
   const lines = out.trim().split('\n');
   return JSON.parse(lines[lines.length - 1]);
