@@ -3,26 +3,15 @@
 // the same tokenizer ids as the reference.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync, existsSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { runJson, root, cli } from './cli.mjs';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const cli = join(root, 'bin', 'gemma4.mjs');
 const models = join(root, 'testdata', 'models');
 
-function run(args) {
-  let out;
-  try {
-    out = execFileSync(process.execPath, [cli, ...args], { cwd: root, encoding: 'utf8' });
-  } catch (e) {
-    throw new Error(`gemma4 ${args.join(' ')} failed (status ${e.status}, signal ${e.signal}, ${(e.stdout || '').length} bytes of output):\n${e.stderr}`);
-  }
-  const lines = out.trim().split('\n');
-  return JSON.parse(lines[lines.length - 1]);
-}
+const run = runJson;
 
 for (const name of readdirSync(models).sort()) {
   const dir = join(models, name);
