@@ -126,8 +126,9 @@ class Backend {
 std::unique_ptr<Backend> MakeCpuBackend(int threads = 0);  // 0: all cores
 #ifdef __wasi__
 // The WebGPU backend (WebAssembly builds, with the host's gpu imports): activations and caches in
-// one arena of up to `arena_bytes` (capped by the adapter's binding size).
-Result<std::unique_ptr<Backend>> MakeWebGpuBackend(uint64_t arena_bytes);
+// one arena of up to `arena_bytes` (capped by the adapter's binding size); weights larger than
+// `weight_binding_limit` (0: the adapter's binding size) are split across bindings.
+Result<std::unique_ptr<Backend>> MakeWebGpuBackend(uint64_t arena_bytes, uint64_t weight_binding_limit = 0);
 #endif
 
 }  // namespace g4

@@ -85,6 +85,29 @@ void Case(const std::string& name, Backend& gpu, Backend& cpu, double bound,
   Check(name, got, want, bound);
 }
 
+// Weights split across bindings: a backend that allows only 1 KiB per weight binding.
+void RunSplit(Backend& gpu, Backend& cpu) {
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    const int outs = dt == DType::kF32 ? 33 : 61, ins = 17;  // 2.2 to 2.1 KiB: three chunks
+    Case(std::string("split_matmul_") + DTypeName(dt), gpu, cpu, 1e-10, [&](Side& s) {
+      Weight w = s.MakeWeight(Random(outs * ins), 1, outs, ins, dt);
+      F32 x = s.Floats(Random(3 * ins)), y = s.Floats(std::vector<float>(3 * outs));
+      s.be->MatMul(y, x, w, 3);
+      return s.Read(y, 3 * outs);
+    });
+    Case(std::string("split_embed_gather_") + DTypeName(dt), gpu, cpu, 1e-10, [&](Side& s) {
+      Weight t = s.MakeWeight(Random(outs * ins), 1, outs, ins, dt);
+      F32 out = s.Floats(std::vector<float>(4 * ins)), x = s.Floats(Random(ins)), y = s.Floats(std::vector<float>(4));
+      const std::vector<int32_t> ids = {0, outs - 1, outs / 2, 3};
+      s.be->Embed(out, t, ids, 0.5f);
+      s.be->GatherMatVec(y, x, t, ids);
+      auto a = s.Read(out, 4 * ins), b = s.Read(y, 4);
+      a.insert(a.end(), b.begin(), b.end());
+      return a;
+    });
+  }
+}
+
 void RunAll(Backend& gpu, Backend& cpu) {
   const DType dtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
   for (DType dt : dtypes) {
@@ -201,6 +224,12 @@ extern "C" __attribute__((export_name("g4_main"))) int g4_main(int, char**) {
   }
   auto cpu = g4::MakeCpuBackend();
   g4::RunAll(**gpu, *cpu);
+  auto split = g4::MakeWebGpuBackend(16ull << 20, 1024);
+  if (!split.ok()) {
+    std::fprintf(stderr, "%s\n", split.status().message().c_str());
+    return 1;
+  }
+  g4::RunSplit(**split, *cpu);
   std::printf("{\"failures\": %d}\n", g4::failures);
   return g4::failures ? 1 : 0;
 }

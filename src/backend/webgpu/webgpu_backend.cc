@@ -33,14 +33,22 @@ class ArenaBuffer final : public Buffer {
   WebGpuBackend* owner_;
 };
 
+// A weight in one GPU buffer, or split in up to three chunks of chunk_bytes when it is larger
+// than one binding may be.
 class WeightBuffer final : public Buffer {
  public:
-  WeightBuffer(size_t bytes, uint32_t id) : Buffer(bytes), id_(id) {}
-  ~WeightBuffer() override { g4_gpu_destroy_buffer(id_); }
-  uint32_t id() const { return id_; }
+  WeightBuffer(size_t bytes, std::vector<uint32_t> ids, uint64_t chunk_bytes)
+      : Buffer(bytes), ids_(std::move(ids)), chunk_bytes_(chunk_bytes) {}
+  ~WeightBuffer() override {
+    for (uint32_t id : ids_) g4_gpu_destroy_buffer(id);
+  }
+  uint32_t id(size_t chunk = 0) const { return ids_[chunk]; }
+  size_t chunks() const { return ids_.size(); }
+  uint64_t chunk_bytes() const { return chunk_bytes_; }
 
  private:
-  uint32_t id_;
+  std::vector<uint32_t> ids_;
+  uint64_t chunk_bytes_;
 };
 
 enum class Kernel { kEmbed, kRmsNorm, kMatMul, kRope, kAttention, kCacheAppend, kElementwise, kGeluMul, kMoeRoute,
@@ -79,12 +87,14 @@ std::string LoadSnippet(int slot, int dtype) {  // dtype: -1 none, else DType
 
 class WebGpuBackend final : public Backend {
  public:
-  explicit WebGpuBackend(uint64_t arena_bytes) : arena_bytes_(arena_bytes) {}
+  WebGpuBackend(uint64_t arena_bytes, uint64_t weight_binding_limit)
+      : arena_bytes_(arena_bytes), weight_binding_limit_(weight_binding_limit) {}
   ~WebGpuBackend() override {
     if (arena_) g4_gpu_destroy_buffer(arena_);
   }
   Status Init() {
     const double limit = g4_gpu_max_binding_size();
+    if (weight_binding_limit_ == 0 || weight_binding_limit_ > limit) weight_binding_limit_ = static_cast<uint64_t>(limit);
     arena_bytes_ = std::min<uint64_t>(arena_bytes_, static_cast<uint64_t>(limit) / kArenaAlign * kArenaAlign);
     arena_ = g4_gpu_create_buffer(static_cast<double>(arena_bytes_), 0);
     if (!arena_) return ResourceExhausted("webgpu: cannot allocate the " + std::to_string(arena_bytes_ >> 20) + " MiB arena");
@@ -127,22 +137,35 @@ class WebGpuBackend final : public Backend {
   }
 
   Result<std::unique_ptr<Buffer>> LoadWeights(const Reader& source, uint64_t offset, uint64_t size) override {
-    if (size > static_cast<uint64_t>(g4_gpu_max_binding_size())) {
-      return Unimplemented("webgpu: a weight of " + std::to_string(size) + " bytes exceeds the adapter's binding size");
-    }
+    const uint64_t limit = weight_binding_limit_ / 4 * 4;
     const uint64_t padded = (std::max<uint64_t>(size, 4) + 3) / 4 * 4;
-    const uint32_t id = g4_gpu_create_buffer(static_cast<double>(padded), 1);
-    if (!id) return ResourceExhausted("webgpu: cannot allocate " + std::to_string(padded) + " bytes of weights");
-    auto buf = std::make_unique<WeightBuffer>(padded, id);
+    if (padded > 3 * limit) {
+      return Unimplemented("webgpu: a weight of " + std::to_string(size) + " bytes is more than three bindings of " +
+                           std::to_string(limit) + " bytes");
+    }
+    // Chunks of `limit` bytes (a multiple of 4, so no element straddles two).
+    std::vector<uint32_t> ids;
+    for (uint64_t at = 0; at < padded; at += limit) {
+      const uint64_t n = std::min(limit, padded - at);
+      const uint32_t id = g4_gpu_create_buffer(static_cast<double>(n), 1);
+      if (!id) {
+        for (uint32_t done : ids) g4_gpu_destroy_buffer(done);
+        return ResourceExhausted("webgpu: cannot allocate " + std::to_string(n) + " bytes of weights");
+      }
+      ids.push_back(id);
+    }
+    auto buf = std::make_unique<WeightBuffer>(padded, ids, limit);
     // Stream through a small staging block: the wasm heap never holds a whole tensor.
-    constexpr uint64_t kChunk = 4u << 20;
-    staging_.resize(kChunk);
-    for (uint64_t at = 0; at < size; at += kChunk) {
-      const uint64_t n = std::min(kChunk, size - at);
+    constexpr uint64_t kStage = 4u << 20;
+    staging_.resize(kStage);
+    for (uint64_t at = 0; at < size;) {
+      const uint64_t chunk = at / limit, in_chunk = at % limit;
+      const uint64_t n = std::min({kStage, size - at, limit - in_chunk});
       G4_RETURN_IF_ERROR(source.Read(offset + at, n, staging_.data()));
       const uint64_t n4 = (n + 3) / 4 * 4;
       std::memset(staging_.data() + n, 0, n4 - n);
-      g4_gpu_write_buffer(id, static_cast<double>(at), staging_.data(), static_cast<uint32_t>(n4));
+      g4_gpu_write_buffer(ids[chunk], static_cast<double>(in_chunk), staging_.data(), static_cast<uint32_t>(n4));
+      at += n;
     }
     return std::unique_ptr<Buffer>(std::move(buf));
   }
@@ -159,6 +182,7 @@ class WebGpuBackend final : public Backend {
 
   Status Download(const Buffer& src, size_t offset, void* dst, size_t bytes) override {
     if (offset > src.bytes() || bytes > src.bytes() - offset) return OutOfRange("webgpu: download past the buffer");
+    if (!error_.ok()) return error_;
     Flush();
     std::vector<uint8_t> tmp((bytes + 3) / 4 * 4);
     if (!g4_gpu_read_buffer(arena_, static_cast<double>(ArenaOffset(src) + offset), tmp.data(), static_cast<uint32_t>(tmp.size()))) {
@@ -252,12 +276,13 @@ class WebGpuBackend final : public Backend {
     return U(off / 4);
   }
 
-  uint32_t KernelId(Kernel k, const std::vector<const Weight*>& ws) {
+  uint32_t KernelId(Kernel k, const std::vector<const Weight*>& ws, bool split) {
     int d[3] = {-1, -1, -1};
     for (size_t i = 0; i < ws.size(); ++i) {
       if (ws[i]->present()) d[i] = static_cast<int>(ws[i]->dtype);
     }
-    const auto key = std::make_tuple(static_cast<int>(k), d[0], d[1], d[2]);
+    if (split) d[1] = d[2] = d[0];  // the chunks of W1 share its dtype
+    const auto key = std::make_tuple(static_cast<int>(k) * 2 + split, d[0], d[1], d[2]);
     auto it = kernel_ids_.find(key);
     if (it != kernel_ids_.end()) return it->second;
     std::string src = WgslSource("prelude");
@@ -265,6 +290,10 @@ class WebGpuBackend final : public Backend {
       const std::string tag = "W" + std::to_string(i + 1) + "_LOAD";
       src.replace(src.find(tag), tag.size(), LoadSnippet(i + 1, d[i]));
     }
+    const std::string read = split ? "let s = pu(15u); if (i < s) { return ld1(i); } if (i < 2u * s) { return ld2(i - s); } "
+                                     "return ld3(i - 2u * s);"
+                                   : "return ld1(i);";
+    src.replace(src.find("W1_READ"), 7, read);
     src += WgslSource(KernelFile(k));
     const uint32_t id = static_cast<uint32_t>(kernel_ids_.size() + 1);
     g4_gpu_register_kernel(id, src.data(), static_cast<uint32_t>(src.size()));
@@ -282,18 +311,35 @@ class WebGpuBackend final : public Backend {
   }
   void Dispatch(Kernel k, const std::vector<const Weight*>& ws, uint64_t groups, const std::vector<uint32_t>& params) {
     if (groups == 0) return;
-    const uint32_t id = KernelId(k, ws);
+    auto wb = [&](size_t i) -> const WeightBuffer* {
+      return i < ws.size() && ws[i]->present() ? static_cast<const WeightBuffer*>(ws[i]->buffer) : nullptr;
+    };
+    const bool split = wb(0) && wb(0)->chunks() > 1;
+    if ((wb(1) && wb(1)->chunks() > 1) || (wb(2) && wb(2)->chunks() > 1) || (split && (wb(1) || wb(2)))) {
+      // Only a kernel's single weight may span several bindings.
+      if (error_.ok()) error_ = Unimplemented(std::string("webgpu: ") + KernelFile(k) + " with a weight larger than a binding");
+      return;
+    }
+    const uint32_t id = KernelId(k, ws, split);
     const uint32_t gx = static_cast<uint32_t>(std::min<uint64_t>(groups, 65535));
     const uint32_t gy = static_cast<uint32_t>((groups + gx - 1) / gx);
     cmds_.push_back(id);
-    for (int i = 0; i < 3; ++i) {
-      const Weight* w = i < static_cast<int>(ws.size()) ? ws[i] : nullptr;
-      cmds_.push_back(w && w->present() ? static_cast<const WeightBuffer*>(w->buffer)->id() : 0);
+    for (size_t i = 0; i < 3; ++i) {
+      if (split) {
+        cmds_.push_back(i < wb(0)->chunks() ? wb(0)->id(i) : 0);
+      } else {
+        cmds_.push_back(wb(i) ? wb(i)->id() : 0);
+      }
     }
     cmds_.push_back(gx);
     cmds_.push_back(gy);
-    cmds_.push_back(static_cast<uint32_t>(params.size()));
-    cmds_.insert(cmds_.end(), params.begin(), params.end());
+    std::vector<uint32_t> p = params;
+    if (split) {
+      p.resize(16, 0);
+      p[15] = static_cast<uint32_t>(wb(0)->chunk_bytes() / (DTypeSize(ws[0]->dtype)));
+    }
+    cmds_.push_back(static_cast<uint32_t>(p.size()));
+    cmds_.insert(cmds_.end(), p.begin(), p.end());
     if (++pending_ >= 2048) Flush();
   }
   void Flush() {
@@ -311,14 +357,16 @@ class WebGpuBackend final : public Backend {
   int pending_ = 0;
   std::vector<uint8_t> staging_;
   std::map<std::tuple<int, int, int, int>, uint32_t> kernel_ids_;
+  Status error_;  // an op that could not be recorded; reported by the next Download
+  uint64_t weight_binding_limit_ = 0;
 
   friend class ArenaBuffer;
 };
 
 ArenaBuffer::~ArenaBuffer() { owner_->Release(offset_, bytes()); }
 
-Result<std::unique_ptr<Backend>> MakeWebGpuBackend(uint64_t arena_bytes) {
-  auto be = std::make_unique<WebGpuBackend>(arena_bytes);
+Result<std::unique_ptr<Backend>> MakeWebGpuBackend(uint64_t arena_bytes, uint64_t weight_binding_limit) {
+  auto be = std::make_unique<WebGpuBackend>(arena_bytes, weight_binding_limit);
   G4_RETURN_IF_ERROR(be->Init());
   return std::unique_ptr<Backend>(std::move(be));
 }

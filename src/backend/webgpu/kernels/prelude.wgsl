@@ -10,10 +10,15 @@ fn pu(i: u32) -> u32 { return P[i / 4u][i % 4u]; }
 fn pf(i: u32) -> f32 { return bitcast<f32>(pu(i)); }
 fn au(i: u32) -> u32 { return bitcast<u32>(A[i]); }
 
-// Weight element i of W1/W2/W3 in its stored type (specialised per dtype at build time).
-fn w1(i: u32) -> f32 { W1_LOAD }
-fn w2(i: u32) -> f32 { W2_LOAD }
-fn w3(i: u32) -> f32 { W3_LOAD }
+// Element i of each weight binding in its stored type (specialised per dtype when compiled).
+fn ld1(i: u32) -> f32 { W1_LOAD }
+fn ld2(i: u32) -> f32 { W2_LOAD }
+fn ld3(i: u32) -> f32 { W3_LOAD }
+// The weights a kernel reads. A tensor larger than one binding may be split in up to three
+// chunks of pu(15u) elements bound as W1, W2, W3, read through w1 (then w2 and w3 are unused).
+fn w1(i: u32) -> f32 { W1_READ }
+fn w2(i: u32) -> f32 { return ld2(i); }
+fn w3(i: u32) -> f32 { return ld3(i); }
 
 // tanh that stays finite for large inputs on every driver.
 fn safe_tanh(x: f32) -> f32 { return tanh(clamp(x, -15.0, 15.0)); }
