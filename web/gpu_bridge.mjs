@@ -120,5 +120,8 @@ export function createGpuImports(device, memory, pending) {
       return device.limits.maxStorageBufferBindingSize;
     },
     lastError: () => error,
+    // Buffers the module made and has not destroyed (unloading must bring this back to 0).
+    liveBuffers: () => buffers.filter((b) => b !== null).length,
+    createdBuffers: () => buffers.length - 1,
   };
 }

@@ -5,8 +5,9 @@ import { createGpuImports } from './gpu_bridge.mjs';
 
 const ASYNCIFY_STACK = 1 << 20;
 
-// wasi: { imports, initialize(instance) }. Returns g4_main's exit code.
-export async function runModule(wasmBytes, argv, { wasi, device = null }) {
+// wasi: { imports, initialize(instance) }; onExit(gpu) sees the GPU bridge after the run.
+// Returns g4_main's exit code.
+export async function runModule(wasmBytes, argv, { wasi, device = null, onExit = null }) {
   let instance;
   const memory = () => instance.exports.memory;
   const pending = { promise: null };
@@ -55,5 +56,6 @@ export async function runModule(wasmBytes, argv, { wasi, device = null }) {
     code = ex.g4_main(args.length, ptrs);
   }
   ex.g4_flush?.();
+  onExit?.(gpu);
   return code;
 }

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { runModule } from './runtime.mjs';
 
-export async function runCli(wasmPath, argv, { device = null } = {}) {
+export async function runCli(wasmPath, argv, { device = null, onExit = null } = {}) {
   const emitWarning = process.emitWarning;
   process.emitWarning = (w, ...rest) => { if (!String(w).includes('WASI')) emitWarning.call(process, w, ...rest); };
   const { WASI } = await import('node:wasi');
@@ -11,6 +11,7 @@ export async function runCli(wasmPath, argv, { device = null } = {}) {
                           preopens: { '/': '/' }, returnOnExit: true });
   return runModule(readFileSync(wasmPath), argv, {
     device,
+    onExit,
     wasi: { imports: wasi.wasiImport, initialize: (instance) => wasi.initialize(instance) },
   });
 }
