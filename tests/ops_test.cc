@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/kernels.h"
+#include "tests/weight_bytes.h"
 
 namespace g4 {
 namespace {
@@ -29,15 +30,7 @@ class OpsTest : public ::testing::Test {
   }
   // A weight from float values, stored as `dtype`.
   Weight MakeWeight(const std::vector<float>& v, int64_t rows, int64_t cols, DType dtype, int64_t count = 1) {
-    std::vector<uint8_t> bytes(v.size() * DTypeSize(dtype));
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (dtype == DType::kF32) {
-        std::memcpy(&bytes[i * 4], &v[i], 4);
-      } else {
-        const uint16_t h = dtype == DType::kBF16 ? F32ToBf16(v[i]) : F32ToF16(v[i]);
-        std::memcpy(&bytes[i * 2], &h, 2);
-      }
-    }
+    const std::vector<uint8_t> bytes = test::WeightBytes(v, dtype);
     readers_.push_back(MakeMemoryReader(bytes, "weights"));
     auto b = be_->LoadWeights(*readers_.back(), 0, bytes.size());
     EXPECT_TRUE(b.ok());

@@ -25,7 +25,6 @@ export function createGpuImports(device, memory, pending) {
   const groups = new Map();  // "arena,w1,w2,w3" -> bind group
   let arena = 0;
   let error = null;
-  device.pushErrorScope?.('validation');
 
   const bytes = () => new Uint8Array(memory().buffer);
   const bindGroup = (a, w1, w2, w3) => {

@@ -12,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "io/reader.h"
+#include "tests/weight_bytes.h"
 
 namespace g4 {
 namespace {
@@ -38,15 +39,7 @@ struct Side {
     return F32{owned.back().get(), 0};
   }
   Weight MakeWeight(const std::vector<float>& v, int64_t count, int64_t rows, int64_t cols, DType dt) {
-    std::vector<uint8_t> bytes(v.size() * DTypeSize(dt));
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (dt == DType::kF32) {
-        std::memcpy(&bytes[i * 4], &v[i], 4);
-      } else {
-        const uint16_t h = dt == DType::kBF16 ? F32ToBf16(v[i]) : F32ToF16(v[i]);
-        std::memcpy(&bytes[i * 2], &h, 2);
-      }
-    }
+    const std::vector<uint8_t> bytes = test::WeightBytes(v, dt);
     readers.push_back(MakeMemoryReader(bytes, "w"));
     auto b = be->LoadWeights(*readers.back(), 0, bytes.size());
     if (!b.ok()) std::abort();
