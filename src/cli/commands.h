@@ -1,9 +1,16 @@
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
+#include "cli/args.h"
+
 namespace g4::cli {
+
+// The backend --backend names (cpu by default; webgpu in the WebAssembly build), with --threads.
+Result<std::unique_ptr<Backend>> MakeBackend(const Args& a);
 
 // Each returns the process exit code; errors go to stderr.
 int RunGenerate(const std::vector<std::string>& args);

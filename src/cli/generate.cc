@@ -22,6 +22,8 @@ int Fail(const Status& s) {
   return 1;
 }
 
+}  // namespace
+
 Result<std::unique_ptr<Backend>> MakeBackend(const Args& a) {
   const std::string name = a.Get("backend", "cpu");
   G4_ASSIGN_OR_RETURN(long long threads, a.GetInt("threads", 0, 0, 1024));
@@ -33,8 +35,6 @@ Result<std::unique_ptr<Backend>> MakeBackend(const Args& a) {
   return InvalidArgument("--backend: '" + name + "' is not available in this build (cpu)");
 #endif
 }
-
-}  // namespace
 
 int RunGenerate(const std::vector<std::string>& argv) {
   auto parsed = Args::Parse(argv,
