@@ -2,9 +2,15 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace g4::cli {
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "gemma4: %s\n", s.message().c_str());
+  return 1;
+}
 
 Result<Args> Args::Parse(const std::vector<std::string>& argv, const std::set<std::string>& value_flags,
                          const std::set<std::string>& switch_flags) {

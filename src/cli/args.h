@@ -11,6 +11,9 @@
 
 namespace g4::cli {
 
+// Prints the error as "gemma4: ..." on stderr and returns the exit code 1.
+int Fail(const Status& s);
+
 class Args {
  public:
   // `value_flags` take a value; `switch_flags` do not. Anything else is an error.

@@ -20,11 +20,6 @@
 namespace g4::cli {
 namespace {
 
-int Fail(const Status& s) {
-  std::fprintf(stderr, "gemma4: %s\n", s.message().c_str());
-  return 1;
-}
-
 // Best of several passes of all threads summing a buffer much larger than the caches, in GB/s.
 double MeasureReadBandwidth(size_t bytes) {
   const size_t n = bytes / sizeof(float);

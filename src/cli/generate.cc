@@ -15,15 +15,6 @@
 #include "tokenizer/tokenizer.h"
 
 namespace g4::cli {
-namespace {
-
-int Fail(const Status& s) {
-  std::fprintf(stderr, "gemma4: %s\n", s.message().c_str());
-  return 1;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<Backend>> MakeBackend(const Args& a) {
   const std::string name = a.Get("backend", "cpu");
   G4_ASSIGN_OR_RETURN(long long threads, a.GetInt("threads", 0, 0, 1024));

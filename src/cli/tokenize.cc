@@ -12,11 +12,6 @@
 namespace g4::cli {
 namespace {
 
-int Fail(const Status& s) {
-  std::fprintf(stderr, "gemma4: %s\n", s.message().c_str());
-  return 1;
-}
-
 // A mixed text for --bench when no --text-file is given: prose, code, numbers and several scripts.
 std::string BenchText() {
   const char* parts[] = {
