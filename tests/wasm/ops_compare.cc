@@ -82,12 +82,16 @@ void Case(const std::string& name, Backend& gpu, Backend& cpu, double bound,
 void RunSplit(Backend& gpu, Backend& cpu) {
   for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
     const int outs = dt == DType::kF32 ? 33 : 61, ins = 17;  // 2.2 to 2.1 KiB: three chunks
-    Case(std::string("split_matmul_") + DTypeName(dt), gpu, cpu, 1e-10, [&](Side& s) {
-      Weight w = s.MakeWeight(Random(outs * ins), 1, outs, ins, dt);
-      F32 x = s.Floats(Random(3 * ins)), y = s.Floats(std::vector<float>(3 * outs));
-      s.be->MatMul(y, x, w, 3);
-      return s.Read(y, 3 * outs);
-    });
+    // Odd and even row lengths (element and pair reads), few rows and many (tiled kernel).
+    for (auto [rows, cols] : {std::pair{3, ins}, {3, ins + 1}, {9, ins + 1}}) {
+      Case(std::string("split_matmul_") + DTypeName(dt) + "_" + std::to_string(rows) + "x" + std::to_string(cols), gpu,
+           cpu, 1e-10, [&](Side& s) {
+             Weight w = s.MakeWeight(Random(outs * cols), 1, outs, cols, dt);
+             F32 x = s.Floats(Random(rows * cols)), y = s.Floats(std::vector<float>(rows * outs));
+             s.be->MatMul(y, x, w, rows);
+             return s.Read(y, rows * outs);
+           });
+    }
     Case(std::string("split_embed_gather_") + DTypeName(dt), gpu, cpu, 1e-10, [&](Side& s) {
       Weight t = s.MakeWeight(Random(outs * ins), 1, outs, ins, dt);
       F32 out = s.Floats(std::vector<float>(4 * ins)), x = s.Floats(Random(ins)), y = s.Floats(std::vector<float>(4));
@@ -104,7 +108,8 @@ void RunSplit(Backend& gpu, Backend& cpu) {
 void RunAll(Backend& gpu, Backend& cpu) {
   const DType dtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
   for (DType dt : dtypes) {
-    for (auto [rows, outs, ins] : {std::tuple{1, 5, 3}, {3, 33, 17}, {5, 100, 129}, {33, 9, 300}}) {
+    for (auto [rows, outs, ins] : {std::tuple{1, 5, 3}, {3, 33, 17}, {5, 100, 129}, {33, 9, 300}, {1, 70, 64},
+                                   {2, 19, 36}, {4, 65, 130}, {7, 40, 48}, {8, 11, 22}, {70, 130, 40}}) {
       Case(std::string("matmul_") + DTypeName(dt) + "_" + std::to_string(rows) + "x" + std::to_string(outs) + "x" +
                std::to_string(ins),
            gpu, cpu, 1e-10, [&](Side& s) {
@@ -154,6 +159,19 @@ void RunAll(Backend& gpu, Backend& cpu) {
       F32 kc = s.Floats(Random(cap * kvh * d)), vc = s.Floats(Random(cap * kvh * d));
       F32 out = s.Floats(std::vector<float>(rows * heads * d));
       AttentionShape sh{rows, heads, kvh, d, window, start, cap, cap, past_only};
+      s.be->Attention(out, q, kn, vn, kc, vc, sh);
+      return s.Read(out, rows * heads * d);
+    });
+  }
+  // Long contexts (several key tiles) and wide heads sharing one KV head, as in E2B.
+  for (auto [rows, d, window] : {std::tuple{1, 256, 0}, {3, 512, 0}, {2, 256, 100}}) {
+    Case("attention_long_d" + std::to_string(d) + "_w" + std::to_string(window), gpu, cpu, 1e-10, [&](Side& s) {
+      const int heads = 8, kvh = 1, cap = 300, start = 400;
+      F32 q = s.Floats(Random(rows * heads * d, 0.1f)), kn = s.Floats(Random(rows * kvh * d)),
+          vn = s.Floats(Random(rows * kvh * d));
+      F32 kc = s.Floats(Random(cap * kvh * d)), vc = s.Floats(Random(cap * kvh * d));
+      F32 out = s.Floats(std::vector<float>(rows * heads * d));
+      AttentionShape sh{rows, heads, kvh, d, window, start, cap, cap, false};
       s.be->Attention(out, q, kn, vn, kc, vc, sh);
       return s.Read(out, rows * heads * d);
     });

@@ -51,13 +51,14 @@ class WeightBuffer final : public Buffer {
   uint64_t chunk_bytes_;
 };
 
-enum class Kernel { kEmbed, kRmsNorm, kMatMul, kRope, kAttention, kCacheAppend, kElementwise, kGeluMul, kMoeRoute,
+enum class Kernel { kEmbed, kRmsNorm, kMatMul, kMatVec, kRope, kAttention, kCacheAppend, kElementwise, kGeluMul, kMoeRoute,
                     kMoeExperts, kGatherMatVec, kArgmax };
 const char* KernelFile(Kernel k) {
   switch (k) {
     case Kernel::kEmbed: return "embed";
     case Kernel::kRmsNorm: return "rms_norm";
     case Kernel::kMatMul: return "matmul";
+    case Kernel::kMatVec: return "matvec";
     case Kernel::kRope: return "rope";
     case Kernel::kAttention: return "attention";
     case Kernel::kCacheAppend: return "cache_append";
@@ -81,6 +82,22 @@ std::string LoadSnippet(int slot, int dtype) {  // dtype: -1 none, else DType
     case static_cast<int>(DType::kF16): return "return unpack2x16float(" + w + "[i >> 1u])[i & 1u];";
     default: return "return 0.0;";
   }
+}
+
+std::string PairSnippet(int slot, int dtype) {  // elements 2j, 2j + 1
+  const std::string w = "W" + std::to_string(slot);
+  switch (dtype) {
+    case static_cast<int>(DType::kF32):
+      return "return vec2<f32>(bitcast<f32>(" + w + "[2u * j]), bitcast<f32>(" + w + "[2u * j + 1u]));";
+    case static_cast<int>(DType::kBF16):
+      return "let v = " + w + "[j]; return vec2<f32>(bitcast<f32>(v << 16u), bitcast<f32>(v & 0xffff0000u));";
+    case static_cast<int>(DType::kF16): return "return unpack2x16float(" + w + "[j]);";
+    default: return "return vec2<f32>(0.0);";
+  }
+}
+
+void ReplaceAll(std::string& s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
 }
 
 }  // namespace
@@ -137,13 +154,13 @@ class WebGpuBackend final : public Backend {
   }
 
   Result<std::unique_ptr<Buffer>> LoadWeights(const Reader& source, uint64_t offset, uint64_t size) override {
-    const uint64_t limit = weight_binding_limit_ / 4 * 4;
+    const uint64_t limit = weight_binding_limit_ / 16 * 16;
     const uint64_t padded = (std::max<uint64_t>(size, 4) + 3) / 4 * 4;
     if (padded > 3 * limit) {
       return Unimplemented("webgpu: a weight of " + std::to_string(size) + " bytes is more than three bindings of " +
                            std::to_string(limit) + " bytes");
     }
-    // Chunks of `limit` bytes (a multiple of 4, so no element straddles two).
+    // Chunks of `limit` bytes (a multiple of 16: no element or pair of elements straddles two).
     std::vector<uint32_t> ids;
     for (uint64_t at = 0; at < padded; at += limit) {
       const uint64_t n = std::min(limit, padded - at);
@@ -202,8 +219,13 @@ class WebGpuBackend final : public Backend {
     RecordGroups(Kernel::kRmsNorm, {&weight}, rows, {At(out), At(in), U(rows), U(dim), Fl(eps), U(weight.present())});
   }
   void MatMul(F32 out, F32 in, const Weight& w, int rows) override {
-    RecordGroups(Kernel::kMatMul, {&w}, static_cast<uint64_t>(rows) * w.rows,
-                 {At(out), At(in), U(rows), U(w.rows), U(w.cols), 0});
+    if (rows <= 8) {  // a team per output feature, the weights read once for all rows
+      const int variant = rows <= 1 ? 1 : rows <= 2 ? 2 : rows <= 4 ? 4 : 8;
+      Dispatch(Kernel::kMatVec, {&w}, (w.rows + 7) / 8, {At(out), At(in), U(rows), U(w.rows), U(w.cols)}, variant);
+      return;
+    }
+    const uint64_t tiles = static_cast<uint64_t>((rows + 63) / 64) * ((w.rows + 63) / 64);
+    Dispatch(Kernel::kMatMul, {&w}, tiles, {At(out), At(in), U(rows), U(w.rows), U(w.cols)});
   }
   void Rope(F32 x, int rows, int heads, std::span<const float> inv_freq, std::span<const int64_t> positions) override {
     std::vector<uint32_t> pos(positions.size());
@@ -214,7 +236,7 @@ class WebGpuBackend final : public Backend {
            {At(x), U(rows), U(heads), U(inv_freq.size()), pp, fp});
   }
   void Attention(F32 out, F32 q, F32 k_new, F32 v_new, F32 k_cache, F32 v_cache, const AttentionShape& s) override {
-    Record(Kernel::kAttention, {}, static_cast<uint64_t>(s.rows) * s.heads,
+    RecordGroups(Kernel::kAttention, {}, static_cast<uint64_t>(s.rows) * s.heads,
            {At(out), At(q), At(k_new), At(v_new), At(k_cache), At(v_cache), U(s.rows), U(s.heads), U(s.kv_heads),
             U(s.head_dim), U(s.window), U(s.start), U(s.cached), U(s.capacity), U(s.past_only)});
   }
@@ -276,25 +298,33 @@ class WebGpuBackend final : public Backend {
     return U(off / 4);
   }
 
-  uint32_t KernelId(Kernel k, const std::vector<const Weight*>& ws, bool split) {
+  uint32_t KernelId(Kernel k, const std::vector<const Weight*>& ws, bool split, int variant) {
     int d[3] = {-1, -1, -1};
     for (size_t i = 0; i < ws.size(); ++i) {
       if (ws[i]->present()) d[i] = static_cast<int>(ws[i]->dtype);
     }
     if (split) d[1] = d[2] = d[0];  // the chunks of W1 share its dtype
-    const auto key = std::make_tuple(static_cast<int>(k) * 2 + split, d[0], d[1], d[2]);
+    const auto key = std::make_tuple(static_cast<int>(k) * 2 + split, d[0], d[1], d[2], variant);
     auto it = kernel_ids_.find(key);
     if (it != kernel_ids_.end()) return it->second;
     std::string src = WgslSource("prelude");
     for (int i = 0; i < 3; ++i) {
       const std::string tag = "W" + std::to_string(i + 1) + "_LOAD";
       src.replace(src.find(tag), tag.size(), LoadSnippet(i + 1, d[i]));
+      const std::string pair = "W" + std::to_string(i + 1) + "_PAIR";
+      src.replace(src.find(pair), pair.size(), PairSnippet(i + 1, d[i]));
     }
     const std::string read = split ? "let s = pu(15u); if (i < s) { return ld1(i); } if (i < 2u * s) { return ld2(i - s); } "
                                      "return ld3(i - 2u * s);"
                                    : "return ld1(i);";
     src.replace(src.find("W1_READ"), 7, read);
+    // Chunks hold a multiple of 4 elements (see LoadWeights), so no pair straddles two.
+    const std::string read_pair = split ? "let s = pu(15u) / 2u; if (j < s) { return lp1(j); } "
+                                          "if (j < 2u * s) { return lp2(j - s); } return lp3(j - 2u * s);"
+                                        : "return lp1(j);";
+    src.replace(src.find("W1P_READ"), 8, read_pair);
     src += WgslSource(KernelFile(k));
+    ReplaceAll(src, "VARIANT", std::to_string(variant));
     const uint32_t id = static_cast<uint32_t>(kernel_ids_.size() + 1);
     g4_gpu_register_kernel(id, src.data(), static_cast<uint32_t>(src.size()));
     kernel_ids_[key] = id;
@@ -309,7 +339,8 @@ class WebGpuBackend final : public Backend {
   void RecordGroups(Kernel k, std::vector<const Weight*> ws, uint64_t groups, std::vector<uint32_t> params) {
     Dispatch(k, ws, groups, params);
   }
-  void Dispatch(Kernel k, const std::vector<const Weight*>& ws, uint64_t groups, const std::vector<uint32_t>& params) {
+  void Dispatch(Kernel k, const std::vector<const Weight*>& ws, uint64_t groups, const std::vector<uint32_t>& params,
+                int variant = 0) {
     if (groups == 0) return;
     auto wb = [&](size_t i) -> const WeightBuffer* {
       return i < ws.size() && ws[i]->present() ? static_cast<const WeightBuffer*>(ws[i]->buffer) : nullptr;
@@ -320,7 +351,7 @@ class WebGpuBackend final : public Backend {
       if (error_.ok()) error_ = Unimplemented(std::string("webgpu: ") + KernelFile(k) + " with a weight larger than a binding");
       return;
     }
-    const uint32_t id = KernelId(k, ws, split);
+    const uint32_t id = KernelId(k, ws, split, variant);
     const uint32_t gx = static_cast<uint32_t>(std::min<uint64_t>(groups, 65535));
     const uint32_t gy = static_cast<uint32_t>((groups + gx - 1) / gx);
     cmds_.push_back(id);
@@ -356,7 +387,7 @@ class WebGpuBackend final : public Backend {
   std::vector<uint32_t> cmds_;
   int pending_ = 0;
   std::vector<uint8_t> staging_;
-  std::map<std::tuple<int, int, int, int>, uint32_t> kernel_ids_;
+  std::map<std::tuple<int, int, int, int, int>, uint32_t> kernel_ids_;
   Status error_;  // an op that could not be recorded; reported by the next Download
   uint64_t weight_binding_limit_ = 0;
 

@@ -1,21 +1,43 @@
-// out[r, o] = sum_i in[r, i] * w[o, i].   P: out, in, rows, out_features, in_features, weight_offset
-// One workgroup of 64 per (row, output): strided partial sums, then a tree reduction.
-var<workgroup> partial: array<f32, 64>;
-@compute @workgroup_size(64)
+// out[r, o] = sum_i in[r, i] * w[o, i] for many rows (prefill): 64 x 64 output tiles, the inputs
+// and weights staged through workgroup memory 16 columns at a time, 4 x 4 outputs per thread.
+// P: out, in, rows, out_features, in_features
+var<workgroup> xs: array<f32, 1088>;  // 64 rows x 16 columns, rows 17 apart
+var<workgroup> ws: array<f32, 1088>;
+@compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
-  let k = wg.x + wg.y * n.x;
   let rows = pu(2u); let outs = pu(3u); let ins = pu(4u);
-  if (k >= rows * outs) { return; }
-  let r = k / outs; let o = k % outs;
-  let x = pu(1u) + r * ins; let wrow = pu(5u) + o * ins;
-  var s = 0.0;
-  for (var i = lid.x; i < ins; i += 64u) { s += A[x + i] * w1(wrow + i); }
-  partial[lid.x] = s;
-  workgroupBarrier();
-  for (var h = 32u; h > 0u; h >>= 1u) {
-    if (lid.x < h) { partial[lid.x] += partial[lid.x + h]; }
+  let tiles_o = (outs + 63u) / 64u;
+  let t = wg.x + wg.y * n.x;
+  let r0 = (t / tiles_o) * 64u; let o0 = (t % tiles_o) * 64u;
+  if (r0 >= rows) { return; }
+  let tx = lid.x & 15u; let ty = lid.x >> 4u;
+  var acc: array<array<f32, 4>, 4>;
+  for (var k0 = 0u; k0 < ins; k0 += 16u) {
+    for (var e = lid.x; e < 1024u; e += 256u) {
+      let m = e >> 4u; let k = e & 15u; let kk = k0 + k;
+      var xv = 0.0;
+      if (r0 + m < rows && kk < ins) { xv = A[pu(1u) + (r0 + m) * ins + kk]; }
+      xs[m * 17u + k] = xv;
+      var wv = 0.0;
+      if (o0 + m < outs && kk < ins) { wv = w1((o0 + m) * ins + kk); }
+      ws[m * 17u + k] = wv;
+    }
+    workgroupBarrier();
+    for (var k = 0u; k < 16u; k++) {
+      var a: array<f32, 4>; var b: array<f32, 4>;
+      for (var i = 0u; i < 4u; i++) { a[i] = xs[(ty * 4u + i) * 17u + k]; b[i] = ws[(tx * 4u + i) * 17u + k]; }
+      for (var i = 0u; i < 4u; i++) {
+        for (var j = 0u; j < 4u; j++) { acc[i][j] += a[i] * b[j]; }
+      }
+    }
     workgroupBarrier();
   }
-  if (lid.x == 0u) { A[pu(0u) + r * outs + o] = partial[0]; }
+  for (var i = 0u; i < 4u; i++) {
+    let r = r0 + ty * 4u + i;
+    for (var j = 0u; j < 4u; j++) {
+      let o = o0 + tx * 4u + j;
+      if (r < rows && o < outs) { A[pu(0u) + r * outs + o] = acc[i][j]; }
+    }
+  }
 }

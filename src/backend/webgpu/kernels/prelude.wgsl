@@ -14,9 +14,14 @@ fn au(i: u32) -> u32 { return bitcast<u32>(A[i]); }
 fn ld1(i: u32) -> f32 { W1_LOAD }
 fn ld2(i: u32) -> f32 { W2_LOAD }
 fn ld3(i: u32) -> f32 { W3_LOAD }
+// Elements 2j and 2j + 1 of each weight binding, from one 32-bit word for 16-bit types.
+fn lp1(j: u32) -> vec2<f32> { W1_PAIR }
+fn lp2(j: u32) -> vec2<f32> { W2_PAIR }
+fn lp3(j: u32) -> vec2<f32> { W3_PAIR }
 // The weights a kernel reads. A tensor larger than one binding may be split in up to three
 // chunks of pu(15u) elements bound as W1, W2, W3, read through w1 (then w2 and w3 are unused).
 fn w1(i: u32) -> f32 { W1_READ }
+fn w1p(j: u32) -> vec2<f32> { W1P_READ }
 fn w2(i: u32) -> f32 { return ld2(i); }
 fn w3(i: u32) -> f32 { return ld3(i); }
 

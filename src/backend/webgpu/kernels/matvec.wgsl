@@ -1,0 +1,48 @@
+// out[r, o] = sum_i in[r, i] * w[o, i] for a few rows (decode, verification): the weight matrix is
+// read once for all of them. Eight teams of 32 threads per workgroup, a team per output feature,
+// reading the weights two elements per 32-bit word when the rows have an even length.
+// P: out, in, rows, out_features, in_features. ROWS (1, 2, 4 or 8) is fixed when compiled.
+const ROWS = VARIANTu;
+var<workgroup> red: array<f32, 256>;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(num_workgroups) n: vec3<u32>) {
+  let team = lid.x >> 5u; let lane = lid.x & 31u;
+  let o = (wg.x + wg.y * n.x) * 8u + team;
+  let rows = pu(2u); let outs = pu(3u); let ins = pu(4u);
+  let x = pu(1u);
+  var acc: array<f32, ROWS>;
+  if (o < outs) {
+    if ((ins & 1u) == 0u) {
+      let half = ins >> 1u;
+      let base = o * half;
+      for (var j = lane; j < half; j += 32u) {
+        let w = w1p(base + j);
+        for (var r = 0u; r < ROWS; r++) {
+          if (r < rows) {
+            let xi = x + r * ins + 2u * j;
+            acc[r] += w.x * A[xi] + w.y * A[xi + 1u];
+          }
+        }
+      }
+    } else {
+      let base = o * ins;
+      for (var i = lane; i < ins; i += 32u) {
+        let w = w1(base + i);
+        for (var r = 0u; r < ROWS; r++) {
+          if (r < rows) { acc[r] += w * A[x + r * ins + i]; }
+        }
+      }
+    }
+  }
+  for (var r = 0u; r < ROWS; r++) {
+    red[lid.x] = acc[r];
+    workgroupBarrier();
+    for (var h = 16u; h > 0u; h >>= 1u) {
+      if (lane < h) { red[lid.x] += red[lid.x + h]; }
+      workgroupBarrier();
+    }
+    if (lane == 0u && o < outs && r < rows) { A[pu(0u) + r * outs + o] = red[lid.x]; }
+    workgroupBarrier();
+  }
+}
