@@ -31,7 +31,10 @@ if (wantsGpu) {
     process.stderr.write('gemma4: no WebGPU adapter (on a machine without a GPU: source .lavapipe/env.sh)\n');
     process.exit(1);
   }
+  // Timestamps for `bench`'s kernel profile, where the adapter has them.
+  const requiredFeatures = ['timestamp-query'].filter((f) => adapter.features.has(f));
   device = await adapter.requestDevice({
+    requiredFeatures,
     requiredLimits: { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
                       maxBufferSize: adapter.limits.maxBufferSize },
   });

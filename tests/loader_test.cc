@@ -48,6 +48,13 @@ class CountingBackend final : public Backend {
   Status Upload(Buffer& d, size_t o, const void* s, size_t n) override { return inner_->Upload(*In(&d), o, s, n); }
   Status Download(const Buffer& s, size_t o, void* d, size_t n) override { return inner_->Download(*In(&s), o, d, n); }
   void Embed(F32 out, const Weight& t, std::span<const int32_t> ids, float s) override { inner_->Embed(In(out), In(t), ids, s); }
+  void EmbedIds(F32 o, const Weight& t, F32 ids, int r, float s) override { inner_->EmbedIds(In(o), In(t), In(ids), r, s); }
+  void GatherMatVecIds(F32 o, F32 i, const Weight& w, F32 rows, int n) override {
+    inner_->GatherMatVecIds(In(o), In(i), In(w), In(rows), n);
+  }
+  void TopK(F32 o, F32 x, int r, int c, int k) override { inner_->TopK(In(o), In(x), r, c, k); }
+  void ArgmaxKeyed(F32 o, F32 x, F32 k, int c) override { inner_->ArgmaxKeyed(In(o), In(x), In(k), c); }
+  void AcceptDrafts(F32 o, F32 d, F32 t, int k) override { inner_->AcceptDrafts(In(o), In(d), In(t), k); }
   void RmsNorm(F32 o, F32 i, const Weight& w, int r, int d, float e) override { inner_->RmsNorm(In(o), In(i), In(w), r, d, e); }
   void MatMul(F32 o, F32 i, const Weight& w, int r) override { inner_->MatMul(In(o), In(i), In(w), r); }
   void Rope(F32 x, int r, int h, std::span<const float> f, std::span<const int64_t> p) override { inner_->Rope(In(x), r, h, f, p); }

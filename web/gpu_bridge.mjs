@@ -1,10 +1,13 @@
 // The "gpu" imports of the WebAssembly module, implemented with the WebGPU JS API (Dawn's
 // `webgpu` package in Node, navigator.gpu in browsers). See src/backend/webgpu/gpu_imports.h.
 // Pipelines and bind groups are made once and reused; a step's dispatches arrive as one command
-// list and go to the GPU in one submit.
+// list and go to the GPU in one submit. With profiling on (the adapter's timestamp-query), every
+// dispatch gets a compute pass of its own with timestamps, summed per kernel.
 
 const UNIFORM_SLOT = 256;      // bytes per dispatch's parameters (minUniformBufferOffsetAlignment)
 const UNIFORM_SLOTS = 4096;
+const PROFILE_SCHEMA_VERSION = 1;
+const PROFILE_SLOTS = 2048;    // dispatches timed per submit (two queries each)
 
 export function createGpuImports(device, memory, pending) {
   const buffers = [null];
@@ -23,8 +26,49 @@ export function createGpuImports(device, memory, pending) {
   const uniforms = device.createBuffer({ size: UNIFORM_SLOT * UNIFORM_SLOTS, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
   const uniformData = new Uint32Array(UNIFORM_SLOT * UNIFORM_SLOTS / 4);
   const groups = new Map();  // "arena,w1,w2,w3" -> bind group
+  const names = [null];      // kernel id -> kernel name
   let arena = 0;
   let error = null;
+  const profile = {
+    supported: device.features.has('timestamp-query'),
+    on: false,
+    generation: 0,
+    ops: new Map(),          // name -> { ns, calls }
+    pending: new Set(),      // readbacks of timestamps not yet summed
+    querySet: null,
+  };
+  // Sums a submit's timestamps per kernel once they are readable.
+  const collect = (encoder, kernelIds) => {
+    const n = kernelIds.length;
+    if (!profile.querySet) {
+      profile.querySet = device.createQuerySet({ type: 'timestamp', count: 2 * PROFILE_SLOTS });
+    }
+    const resolve = device.createBuffer({ size: 16 * n, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+    const read = device.createBuffer({ size: 16 * n, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    encoder.resolveQuerySet(profile.querySet, 0, 2 * n, resolve, 0);
+    encoder.copyBufferToBuffer(resolve, 0, read, 0, 16 * n);
+    const generation = profile.generation;
+    return () => {
+      const p = read.mapAsync(GPUMapMode.READ).then(() => {
+        const t = new BigUint64Array(read.getMappedRange());
+        if (generation === profile.generation) {
+          for (let i = 0; i < n; i++) {
+            const name = names[kernelIds[i]];
+            const e = profile.ops.get(name) ?? { ns: 0, calls: 0 };
+            e.ns += Number(t[2 * i + 1] - t[2 * i]);
+            e.calls++;
+            profile.ops.set(name, e);
+          }
+        }
+        read.unmap();
+      }).finally(() => {
+        read.destroy();
+        resolve.destroy();
+        profile.pending.delete(p);
+      });
+      profile.pending.add(p);
+    };
+  };
 
   const bytes = () => new Uint8Array(memory().buffer);
   const bindGroup = (a, w1, w2, w3) => {
@@ -43,6 +87,18 @@ export function createGpuImports(device, memory, pending) {
       groups.set(key, g);
     }
     return g;
+  };
+
+  const profileSnapshot = () => {
+    const ops = {};
+    let total = 0;
+    for (const [name, e] of [...profile.ops].sort((a, b) => b[1].ns - a[1].ns)) {
+      ops[name] = { ms: e.ns / 1e6, calls: e.calls };
+      total += e.ns / 1e6;
+    }
+    return { schema_version: PROFILE_SCHEMA_VERSION, supported: profile.supported,
+             fresh: profile.pending.size === 0 && profile.ops.size > 0, generation: profile.generation,
+             total_kernel_ms: total, ops };
   };
 
   return {
@@ -69,34 +125,69 @@ export function createGpuImports(device, memory, pending) {
     write_buffer(id, offset, ptr, size) {
       device.queue.writeBuffer(buffers[id], offset, bytes(), ptr, size);
     },
-    register_kernel(id, ptr, length) {
+    register_kernel(id, ptr, length, namePtr, nameLength) {
       const code = new TextDecoder().decode(bytes().subarray(ptr, ptr + length));
+      names[id] = new TextDecoder().decode(bytes().subarray(namePtr, namePtr + nameLength));
       const module = device.createShaderModule({ code });
       kernels[id] = device.createComputePipeline({ layout: pipelineLayout, compute: { module, entryPoint: 'main' } });
       return 1;
     },
     submit(ptr, count) {
       const words = new Uint32Array(memory().buffer, ptr, count).slice();
+      const timed = profile.on && profile.supported;
+      const perSubmit = timed ? PROFILE_SLOTS : UNIFORM_SLOTS;
       let at = 0;
       while (at < words.length) {
-        // Encode up to UNIFORM_SLOTS dispatches per submit.
+        // Encode up to perSubmit dispatches per submit: one compute pass, or one per dispatch when timed.
         const encoder = device.createCommandEncoder();
-        const pass = encoder.beginComputePass();
-        let slot = 0;
-        while (at < words.length && slot < UNIFORM_SLOTS) {
+        let pass = timed ? null : encoder.beginComputePass();
+        const kernelIds = [];
+        let slot = 0, last = 0;
+        while (at < words.length && slot < perSubmit) {
           const [kernel, w1, w2, w3, gx, gy, n] = words.subarray(at, at + 7);
           uniformData.fill(0, slot * 64, slot * 64 + 16);
           uniformData.set(words.subarray(at + 7, at + 7 + n), slot * 64);
-          pass.setPipeline(kernels[kernel]);
+          if (timed) {
+            pass = encoder.beginComputePass({
+              timestampWrites: { querySet: profile.querySet ?? (profile.querySet = device.createQuerySet({ type: 'timestamp', count: 2 * PROFILE_SLOTS })),
+                                 beginningOfPassWriteIndex: 2 * slot, endOfPassWriteIndex: 2 * slot + 1 },
+            });
+            last = 0;
+            kernelIds.push(kernel);
+          }
+          if (kernel !== last) pass.setPipeline(kernels[kernel]);
+          last = kernel;
           pass.setBindGroup(0, bindGroup(arena, w1, w2, w3), [slot * UNIFORM_SLOT]);
           pass.dispatchWorkgroups(gx, gy);
+          if (timed) pass.end();
           at += 7 + n;
           slot++;
         }
-        pass.end();
+        if (!timed) pass.end();
+        const finish = timed ? collect(encoder, kernelIds) : null;
         device.queue.writeBuffer(uniforms, 0, uniformData, 0, slot * 64);
         device.queue.submit([encoder.finish()]);
+        finish?.();
       }
+    },
+    // Profiling: 1 starts (clearing what was summed), 0 stops.
+    profile(on) {
+      profile.on = on !== 0;
+      if (profile.on) {
+        profile.generation++;
+        profile.ops.clear();
+      }
+    },
+    // Async like read_buffer: the profile as versioned JSON, written to dst (at most cap bytes);
+    // returns its length.
+    profile_read(dst, cap) {
+      pending.promise = Promise.allSettled([...profile.pending]).then(() => {
+        const text = new TextEncoder().encode(JSON.stringify(profileSnapshot()));
+        if (text.length > cap) return 0;
+        bytes().set(text, dst);
+        return text.length;
+      });
+      return 0;
     },
     // Async: the module is suspended (asyncify) until the bytes are in its memory.
     read_buffer(id, offset, dst, size) {
@@ -119,6 +210,7 @@ export function createGpuImports(device, memory, pending) {
       return device.limits.maxStorageBufferBindingSize;
     },
     lastError: () => error,
+    profileSnapshot,
     // Buffers the module made and has not destroyed (unloading must bring this back to 0).
     liveBuffers: () => buffers.filter((b) => b !== null).length,
     createdBuffers: () => buffers.length - 1,

@@ -28,7 +28,7 @@ export async function runModule(wasmBytes, argv, { wasi, device = null, onExit =
     get(_t, name) {
       return (...args) => {
         if (!gpu) throw new Error('gemma4: this command needs a GPU device and none was set up');
-        if (name === 'read_buffer') return suspending(() => gpu.read_buffer(...args));
+        if (name === 'read_buffer' || name === 'profile_read') return suspending(() => gpu[name](...args));
         return gpu[name](...args);
       };
     },

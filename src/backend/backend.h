@@ -121,6 +121,32 @@ class Backend {
   // gate_up: (experts, 2 * width, hidden), gate rows first; down: (experts, hidden, width).
   virtual void MoeExperts(F32 out, F32 x, const Weight& gate_up, const Weight& down, F32 indices, F32 weights,
                           const MoeShape& shape) = 0;
+
+  // --- ops on token ids the backend holds (a speculative round's tokens stay on the device) ---
+  // Ids and indices are floats holding integers (exact below 2^24), as Argmax writes them.
+  // out[r, :] = table[ids[r], :] * scale                            out: (rows, table.cols)
+  virtual void EmbedIds(F32 out, const Weight& table, F32 ids, int rows, float scale) = 0;
+  // out[j] = in . w[rows[j]] for j < count                           in: (w.cols)
+  virtual void GatherMatVecIds(F32 out, F32 in, const Weight& w, F32 rows, int count) = 0;
+  // indices[r, :] = the columns of the k largest x[r, :], largest first, the lower column among
+  // equals                                                           x: (rows, cols), indices: (rows, k)
+  virtual void TopK(F32 indices, F32 x, int rows, int cols, int k) = 0;
+  // id[0] = keys[j] for the j with the largest x[j], the lowest key among equals      x, keys: (cols)
+  virtual void ArgmaxKeyed(F32 id, F32 x, F32 keys, int cols) = 0;
+  // Greedy acceptance of k drafts: result[0] = m, the length of the longest prefix of drafts[0..k)
+  // equal to target[0..k); result[1] = target[m], the token that follows them.
+  virtual void AcceptDrafts(F32 result, F32 drafts, F32 target, int k) = 0;
+
+  // --- measurement (benchmarks) ---
+  // The read bandwidth of the memory the weights live in, in GB/s, measured now by streaming
+  // `bytes` several times (0 when the backend cannot measure it).
+  virtual Result<double> MeasureReadBandwidth(uint64_t bytes) { (void)bytes; return 0.0; }
+  // GPU dispatches recorded so far (0 for backends without them).
+  virtual uint64_t dispatches() const { return 0; }
+  // Kernel timing, where the device offers it: Profile(true) starts afresh, Profile(false) stops.
+  // ProfileJson() is the versioned profile (see web/gpu_bridge.mjs), "" when there is none.
+  virtual void Profile(bool on) { (void)on; }
+  virtual Result<std::string> ProfileJson() { return std::string(); }
 };
 
 std::unique_ptr<Backend> MakeCpuBackend(int threads = 0);  // 0: all cores

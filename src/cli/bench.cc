@@ -10,6 +10,8 @@
 #include <omp.h>
 #endif
 
+#include <nlohmann/json.hpp>
+
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "model/assistant.h"
@@ -20,33 +22,40 @@
 namespace g4::cli {
 namespace {
 
-// Best of several passes of all threads summing a buffer much larger than the caches, in GB/s.
-double MeasureReadBandwidth(size_t bytes) {
-  const size_t n = bytes / sizeof(float);
-  float* buf = static_cast<float*>(std::malloc(n * sizeof(float)));
-  if (!buf) return 0.0;
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; ++i) buf[i] = static_cast<float>(i & 1023);
-  double best = 0.0;
-  volatile float sink = 0.0f;
-  for (int pass = 0; pass < 5; ++pass) {
-    const int64_t t0 = MonotonicMicros();
-    float total = 0.0f;
-#pragma omp parallel reduction(+ : total)
-    {
-      float acc[16] = {0};
-#pragma omp for schedule(static)
-      for (size_t i = 0; i < n; i += 16) {
-        for (int k = 0; k < 16; ++k) acc[k] += buf[i + k];
-      }
-      for (float a : acc) total += a;
-    }
-    sink = sink + total;
-    const double s = (MonotonicMicros() - t0) / 1e6;
-    best = std::max(best, bytes / s / 1e9);
+// Dispatches per decoded token and, where the backend can time kernels, GPU time per kernel over
+// `steps` one-token forwards after the prompt (a separate pass: timing every kernel costs time).
+Status ProfileDecode(Model& model, Backend& backend, const std::vector<int32_t>& prompt, int steps) {
+  G4_ASSIGN_OR_RETURN(auto cache, model.NewCache(static_cast<int64_t>(prompt.size()) + steps + 1));
+  std::vector<int> ids;
+  G4_RETURN_IF_ERROR(model.ForwardArgmax(prompt, *cache, 1, &ids));
+  const uint64_t d0 = backend.dispatches();
+  backend.Profile(true);
+  for (int i = 0; i < steps; ++i) {
+    const int32_t tok = ids[0];
+    G4_RETURN_IF_ERROR(model.ForwardArgmax(std::span<const int32_t>(&tok, 1), *cache, 1, &ids));
   }
-  std::free(buf);
-  return best;
+  backend.Profile(false);
+  const double per_token = static_cast<double>(backend.dispatches() - d0) / steps;
+  if (per_token > 0) std::printf("dispatches per decoded token: %.1f\n", per_token);
+  G4_ASSIGN_OR_RETURN(std::string text, backend.ProfileJson());
+  if (text.empty()) return Status::Ok();
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.contains("ops")) return Internal("bench: the backend's profile is not JSON: " + text);
+  if (!j.value("supported", false)) {
+    std::printf("kernel profile: the adapter has no timestamp queries\n");
+    return Status::Ok();
+  }
+  const double total = j.value("total_kernel_ms", 0.0);
+  std::printf("GPU kernel time per decoded token (timestamp queries, profile schema %d, %d steps): %.3f ms\n",
+              j.value("schema_version", 0), steps, total / steps);
+  std::vector<std::pair<double, std::string>> ops;
+  for (const auto& [name, e] : j["ops"].items()) ops.push_back({e.value("ms", 0.0), name});
+  std::sort(ops.rbegin(), ops.rend());
+  for (const auto& [ms, name] : ops) {
+    std::printf("  %-18s %8.3f ms  %6.1f calls  %5.1f%%\n", name.c_str(), ms / steps,
+                j["ops"][name].value("calls", 0) / double(steps), total > 0 ? 100.0 * ms / total : 0.0);
+  }
+  return Status::Ok();
 }
 
 // Times a plain decode step, a draft step and a K+1-token verification side by side, and the
@@ -120,9 +129,16 @@ int RunBench(const std::vector<std::string>& argv) {
 #ifdef _OPENMP
   nthreads = omp_get_max_threads();
 #endif
-  const double bandwidth = MeasureReadBandwidth(static_cast<size_t>(*bw_mib) << 20);
-  std::printf("backend %s; host memory read bandwidth: %.2f GB/s (%d threads, %lld MiB buffer)\n",
-              backend->Name().c_str(), bandwidth, nthreads, *bw_mib);
+  auto measured = backend->MeasureReadBandwidth(static_cast<uint64_t>(*bw_mib) << 20);
+  if (!measured.ok()) return Fail(measured.status());
+  const double bandwidth = *measured;
+  if (backend->Name() == "cpu") {
+    std::printf("backend cpu; host memory read bandwidth: %.2f GB/s (%d threads, %lld MiB buffer)\n", bandwidth,
+                nthreads, *bw_mib);
+  } else {
+    std::printf("backend %s; device read bandwidth (a kernel streaming %lld MiB): %.1f GB/s\n", backend->Name().c_str(),
+                *bw_mib, bandwidth);
+  }
 
   const int64_t t_load = MonotonicMicros();
   auto model = Model::Load(a.Get("model"), *backend);
@@ -151,6 +167,10 @@ int RunBench(const std::vector<std::string>& argv) {
               decode_tps);
   std::printf("weights streamed per decoded token: %.3f GB -> %.2f GB/s = %.1f%% of measured bandwidth\n",
               per_token_gb, per_token_gb * decode_tps, bandwidth > 0 ? 100.0 * per_token_gb * decode_tps / bandwidth : 0.0);
+  {
+    Status s = ProfileDecode(**model, *backend, prompt, static_cast<int>(std::min<int64_t>(*decode_tokens, 16)));
+    if (!s.ok()) return Fail(s);
+  }
   if (a.Has("assistant")) {
     auto k = a.GetInt("draft-tokens", 2, 1, 8);
     if (!k.ok()) return Fail(k.status());

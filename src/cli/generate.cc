@@ -20,7 +20,7 @@ Result<std::unique_ptr<Backend>> MakeBackend(const Args& a) {
   G4_ASSIGN_OR_RETURN(long long threads, a.GetInt("threads", 0, 0, 1024));
   if (name == "cpu") return MakeCpuBackend(static_cast<int>(threads));
 #ifdef __wasi__
-  if (name == "webgpu") return MakeWebGpuBackend(256ull << 20);
+  if (name == "webgpu") return MakeWebGpuBackend(1ull << 30);
   return InvalidArgument("--backend: '" + name + "' is not one of webgpu, cpu");
 #else
   return InvalidArgument("--backend: '" + name + "' is not available in this build (cpu)");

@@ -22,10 +22,12 @@ enum ScratchSlot {
   kPleTok,   // (rows, layers * ple_dim)
   kPleGate,  // (rows, ple_dim)
   kRoute,    // (rows, 2 * top_k) expert indices then weights
-  kLogits,   // (rows, vocab)
+  kLogits,   // (min(rows, kLogitRows), vocab); more rows of logits get a buffer of their own
   kIds,      // (rows) argmax token ids
   kNumSlots
 };
+
+constexpr size_t kLogitRows = 16;
 
 static_assert(kH == Model::kHiddenSlot, "hidden_rows() reads the slot the final norm writes");
 
@@ -105,7 +107,7 @@ Status Model::EnsureScratch(int rows) {
   const size_t sizes[kNumSlots] = {
       n * c.hidden, n * c.hidden, n * c.hidden, n * c.hidden, n * max_q, n * max_q, n * max_inter, n * max_inter,
       std::max<size_t>(1, n * pl), std::max<size_t>(1, n * pl), std::max<size_t>(1, n * c.ple_dim),
-      std::max<size_t>(1, n * 2 * c.top_k_experts), n * c.vocab, n};
+      std::max<size_t>(1, n * 2 * c.top_k_experts), std::min<size_t>(n, kLogitRows) * c.vocab, n};
   std::vector<std::unique_ptr<Buffer>> scratch(kNumSlots), ks(c.num_layers), vs(c.num_layers);
   for (int i = 0; i < kNumSlots; ++i) {
     G4_ASSIGN_OR_RETURN(scratch[i], backend_.Allocate(sizes[i] * sizeof(float)));
@@ -130,7 +132,7 @@ Status Model::Forward(std::span<const int32_t> tokens, KvCache& cache, int logit
   }
   G4_RETURN_IF_ERROR(Run(tokens, cache));
   if (logit_rows == 0) return Status::Ok();
-  const F32 out_logits = Head(static_cast<int>(tokens.size()), logit_rows);
+  G4_ASSIGN_OR_RETURN(const F32 out_logits, Head(static_cast<int>(tokens.size()), logit_rows));
   const size_t count = static_cast<size_t>(logit_rows) * config_.vocab;
   logits->resize(count);
   return backend_.Download(*out_logits.buffer, 0, logits->data(), count * sizeof(float));
@@ -139,7 +141,7 @@ Status Model::Forward(std::span<const int32_t> tokens, KvCache& cache, int logit
 Status Model::ForwardArgmax(std::span<const int32_t> tokens, KvCache& cache, int rows, std::vector<int>* ids) {
   if (rows < 1 || rows > static_cast<int>(tokens.size())) return InvalidArgument("forward: rows out of range");
   G4_RETURN_IF_ERROR(Run(tokens, cache));
-  const F32 out_logits = Head(static_cast<int>(tokens.size()), rows);
+  G4_ASSIGN_OR_RETURN(const F32 out_logits, Head(static_cast<int>(tokens.size()), rows));
   backend_.Argmax(Scratch(kIds), out_logits, rows, config_.vocab);
   std::vector<float> f(rows);
   G4_RETURN_IF_ERROR(backend_.Download(*scratch_[kIds], 0, f.data(), rows * sizeof(float)));
@@ -147,10 +149,17 @@ Status Model::ForwardArgmax(std::span<const int32_t> tokens, KvCache& cache, int
   return Status::Ok();
 }
 
-F32 Model::Head(int n, int rows) {
+Result<F32> Model::Head(int n, int rows) {
   const ModelConfig& c = config_;
   const Weight& head = c.tie_word_embeddings ? weights_.embed : weights_.lm_head;
-  const F32 out_logits = Scratch(kLogits);
+  F32 out_logits = Scratch(kLogits);
+  if (static_cast<size_t>(rows) > kLogitRows) {
+    if (!wide_logits_ || wide_logits_->bytes() < static_cast<size_t>(rows) * c.vocab * sizeof(float)) {
+      wide_logits_.reset();
+      G4_ASSIGN_OR_RETURN(wide_logits_, backend_.Allocate(static_cast<size_t>(rows) * c.vocab * sizeof(float)));
+    }
+    out_logits = F32{wide_logits_.get(), 0};
+  }
   backend_.MatMul(out_logits, Scratch(kH).At(static_cast<size_t>(n - rows) * c.hidden), head, rows);
   if (c.final_softcap) backend_.Softcap(out_logits, static_cast<size_t>(rows) * c.vocab, *c.final_softcap);
   return out_logits;

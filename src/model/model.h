@@ -75,7 +75,7 @@ class Model {
       : config_(std::move(config)), ckpt_(std::move(ckpt)), backend_(backend) {}
   Status EnsureScratch(int rows);
   Status Run(std::span<const int32_t> tokens, KvCache& cache);  // layers and final norm
-  F32 Head(int n, int rows);  // softcapped logits of the last `rows` of n rows, on the backend
+  Result<F32> Head(int n, int rows);  // softcapped logits of the last `rows` of n rows, on the backend
   F32 Scratch(int index) { return F32{scratch_[index].get(), 0}; }
 
   ModelConfig config_;
@@ -87,6 +87,7 @@ class Model {
   // Per-forward scratch, sized for scratch_rows_ rows.
   int scratch_rows_ = 0;
   std::vector<std::unique_ptr<Buffer>> scratch_;
+  std::unique_ptr<Buffer> wide_logits_;  // (rows, vocab) when more than the scratch's rows are asked for
   std::vector<std::unique_ptr<Buffer>> layer_k_, layer_v_;  // (rows, kv_heads * head_dim) per owning layer
 };
 

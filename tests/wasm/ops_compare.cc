@@ -98,8 +98,14 @@ void RunSplit(Backend& gpu, Backend& cpu) {
       const std::vector<int32_t> ids = {0, outs - 1, outs / 2, 3};
       s.be->Embed(out, t, ids, 0.5f);
       s.be->GatherMatVec(y, x, t, ids);
-      auto a = s.Read(out, 4 * ins), b = s.Read(y, 4);
+      F32 fids = s.Floats({0.0f, static_cast<float>(outs - 1), static_cast<float>(outs / 2), 3.0f});
+      F32 out2 = s.Floats(std::vector<float>(4 * ins)), y2 = s.Floats(std::vector<float>(4));
+      s.be->EmbedIds(out2, t, fids, 4, 0.5f);
+      s.be->GatherMatVecIds(y2, x, t, fids, 4);
+      auto a = s.Read(out, 4 * ins), b = s.Read(y, 4), c = s.Read(out2, 4 * ins), e = s.Read(y2, 4);
       a.insert(a.end(), b.begin(), b.end());
+      a.insert(a.end(), c.begin(), c.end());
+      a.insert(a.end(), e.begin(), e.end());
       return a;
     });
   }
@@ -125,6 +131,16 @@ void RunAll(Backend& gpu, Backend& cpu) {
       const std::vector<int32_t> ids = {0, 36, 5, 5, 17};
       s.be->Embed(out, t, ids, 1.7f);
       return s.Read(out, 5 * 11);
+    });
+    Case(std::string("embed_ids_gather_ids_") + DTypeName(dt), gpu, cpu, 1e-10, [&](Side& s) {
+      Weight t = s.MakeWeight(Random(37 * 70), 1, 37, 70, dt);
+      F32 out = s.Floats(std::vector<float>(5 * 70)), ids = s.Floats({0, 36, 5, 5, 17});
+      F32 x = s.Floats(Random(70)), y = s.Floats(std::vector<float>(5));
+      s.be->EmbedIds(out, t, ids, 5, 1.7f);
+      s.be->GatherMatVecIds(y, x, t, ids, 5);
+      auto a = s.Read(out, 5 * 70), b = s.Read(y, 5);
+      a.insert(a.end(), b.begin(), b.end());
+      return a;
     });
     Case(std::string("gather_matvec_") + DTypeName(dt), gpu, cpu, 1e-10, [&](Side& s) {
       Weight w = s.MakeWeight(Random(50 * 19), 1, 50, 19, dt);
@@ -204,6 +220,35 @@ void RunAll(Backend& gpu, Backend& cpu) {
     F32 x = s.Floats(v), ids = s.Floats(std::vector<float>(4));
     s.be->Argmax(ids, x, 4, 1003);
     return s.Read(ids, 4);
+  });
+  Case("topk_ties", gpu, cpu, 0.0, [&](Side& s) {
+    std::vector<float> v = Random(3 * 700);
+    v[5] = v[9] = v[600] = 9.0f;               // three equal maxima: columns in order
+    v[700 + 3] = v[700 + 699] = -9.0f;         // row of ordinary values
+    for (int c = 0; c < 700; ++c) v[1400 + c] = static_cast<float>(c % 7);  // many ties
+    F32 x = s.Floats(v), idx = s.Floats(std::vector<float>(3 * 40));
+    s.be->TopK(idx, x, 3, 700, 40);
+    return s.Read(idx, 3 * 40);
+  });
+  Case("argmax_keyed_ties", gpu, cpu, 0.0, [&](Side& s) {
+    std::vector<float> v = Random(999), keys(999);
+    for (int c = 0; c < 999; ++c) keys[c] = static_cast<float>((c * 7919) % 100003);
+    v[10] = v[500] = v[900] = 20.0f;  // the lowest key among the three wins, not the lowest column
+    F32 x = s.Floats(v), k = s.Floats(keys), id = s.Floats({0.0f});
+    s.be->ArgmaxKeyed(id, x, k, 999);
+    return s.Read(id, 1);
+  });
+  Case("accept_drafts", gpu, cpu, 0.0, [&](Side& s) {
+    std::vector<float> got;
+    for (auto [drafts, target] : {std::pair<std::vector<float>, std::vector<float>>{{4, 5, 6}, {4, 5, 6, 7}},
+                                  {{4, 5, 6}, {4, 9, 6, 7}}, {{1, 2}, {3, 2, 1}}, {{8}, {8, 8}}}) {
+      const int k = static_cast<int>(drafts.size());
+      F32 d = s.Floats(drafts), t = s.Floats(target), r = s.Floats({-1.0f, -1.0f});
+      s.be->AcceptDrafts(r, d, t, k);
+      auto one = s.Read(r, 2);
+      got.insert(got.end(), one.begin(), one.end());
+    }
+    return got;
   });
   Case("moe_route_and_experts", gpu, cpu, 1e-10, [&](Side& s) {
     const int rows = 3, hid = 24, ne = 6, k = 2, width = 7;

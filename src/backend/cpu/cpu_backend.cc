@@ -2,6 +2,7 @@
 // vectorised dot products (kernels.cc). Weights that are already in memory (mapped files) are
 // used in place.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -42,6 +43,35 @@ inline const void* WeightData(const Weight& w, int64_t index = 0) {
   return Raw(w.buffer) + static_cast<size_t>(index * w.rows * w.cols) * DTypeSize(w.dtype);
 }
 
+// Best of several passes of all threads summing a buffer much larger than the caches, in GB/s.
+double HostReadBandwidth(size_t bytes) {
+  const size_t n = bytes / sizeof(float);
+  float* buf = static_cast<float*>(std::malloc(n * sizeof(float)));
+  if (!buf) return 0.0;
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; ++i) buf[i] = static_cast<float>(i & 1023);
+  double best = 0.0;
+  volatile float sink = 0.0f;
+  for (int pass = 0; pass < 5; ++pass) {
+    const auto t0 = std::chrono::steady_clock::now();
+    float total = 0.0f;
+#pragma omp parallel reduction(+ : total)
+    {
+      float acc[16] = {0};
+#pragma omp for schedule(static)
+      for (size_t i = 0; i < n; i += 16) {
+        for (int k = 0; k < 16; ++k) acc[k] += buf[i + k];
+      }
+      for (float a : acc) total += a;
+    }
+    sink = sink + total;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, bytes / s / 1e9);
+  }
+  std::free(buf);
+  return best;
+}
+
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int threads) {
@@ -52,6 +82,7 @@ class CpuBackend final : public Backend {
 #endif
   }
   std::string Name() const override { return "cpu"; }
+  Result<double> MeasureReadBandwidth(uint64_t bytes) override { return HostReadBandwidth(bytes); }
 
   Result<std::unique_ptr<Buffer>> Allocate(size_t bytes) override {
     auto b = std::make_unique<CpuBuffer>(bytes);
@@ -239,6 +270,46 @@ class CpuBackend final : public Backend {
       }
       out[r] = static_cast<float>(best);
     }
+  }
+
+  void EmbedIds(F32 out, const Weight& table, F32 ids, int rows, float scale) override {
+    const float* f = Ptr(ids);
+    std::vector<int32_t> host(f, f + rows);
+    Embed(out, table, host, scale);
+  }
+
+  void GatherMatVecIds(F32 out, F32 in, const Weight& w, F32 rows, int count) override {
+    const float* f = Ptr(rows);
+    std::vector<int32_t> host(f, f + count);
+    GatherMatVec(out, in, w, host);
+  }
+
+  void TopK(F32 indices, F32 x, int rows, int cols, int k) override {
+    std::vector<int> order(cols);
+    for (int r = 0; r < rows; ++r) {
+      const float* row = Ptr(x) + static_cast<size_t>(r) * cols;
+      std::iota(order.begin(), order.end(), 0);
+      std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                        [&](int a, int b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+      for (int j = 0; j < k; ++j) Ptr(indices)[static_cast<size_t>(r) * k + j] = static_cast<float>(order[j]);
+    }
+  }
+
+  void ArgmaxKeyed(F32 id, F32 x, F32 keys, int cols) override {
+    const float* v = Ptr(x);
+    const float* key = Ptr(keys);
+    int best = 0;
+    for (int c = 1; c < cols; ++c) {
+      if (v[c] > v[best] || (v[c] == v[best] && key[c] < key[best])) best = c;
+    }
+    Ptr(id)[0] = key[best];
+  }
+
+  void AcceptDrafts(F32 result, F32 drafts, F32 target, int k) override {
+    int m = 0;
+    while (m < k && Ptr(drafts)[m] == Ptr(target)[m]) ++m;
+    Ptr(result)[0] = static_cast<float>(m);
+    Ptr(result)[1] = Ptr(target)[m];
   }
 
   void Scale(F32 x, size_t count, float s) override {

@@ -12,12 +12,18 @@ extern "C" {
 G4_GPU_IMPORT(create_buffer) uint32_t g4_gpu_create_buffer(double size, uint32_t kind);
 G4_GPU_IMPORT(destroy_buffer) void g4_gpu_destroy_buffer(uint32_t buffer);
 G4_GPU_IMPORT(write_buffer) void g4_gpu_write_buffer(uint32_t buffer, double offset, const void* src, uint32_t size);
-// Compiles WGSL source as kernel `id` (entry point "main").
-G4_GPU_IMPORT(register_kernel) uint32_t g4_gpu_register_kernel(uint32_t id, const char* wgsl, uint32_t length);
+// Compiles WGSL source as kernel `id` (entry point "main"); `name` labels it in profiles.
+G4_GPU_IMPORT(register_kernel)
+uint32_t g4_gpu_register_kernel(uint32_t id, const char* wgsl, uint32_t length, const char* name, uint32_t name_length);
 // Runs a recorded command list (see webgpu_backend.cc) as one submit.
 G4_GPU_IMPORT(submit) void g4_gpu_submit(const uint32_t* words, uint32_t count);
 // Copies bytes back into wasm memory once the GPU is done; suspends the caller (asyncify).
 G4_GPU_IMPORT(read_buffer) uint32_t g4_gpu_read_buffer(uint32_t buffer, double offset, void* dst, uint32_t size);
+// Kernel timing with timestamp queries, where the adapter has them: 1 starts afresh, 0 stops.
+G4_GPU_IMPORT(profile) void g4_gpu_profile(uint32_t on);
+// The profile so far as JSON (see web/gpu_bridge.mjs) into dst; returns its length, 0 if it does
+// not fit. Suspends the caller (asyncify) until every timed submit is summed.
+G4_GPU_IMPORT(profile_read) uint32_t g4_gpu_profile_read(char* dst, uint32_t cap);
 // The adapter's maxStorageBufferBindingSize.
 G4_GPU_IMPORT(max_binding_size) double g4_gpu_max_binding_size();
 }

@@ -3,6 +3,7 @@
 // their stored dtype in buffers of their own and are unpacked in the kernels. Ops are recorded
 // as a command list in wasm memory and run by the host in one submit when results are needed.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -21,6 +22,8 @@ namespace {
 
 constexpr uint64_t kArenaAlign = 256;
 constexpr uint64_t kHostRegion = 4u << 20;  // small host inputs (ids, positions, frequencies)
+constexpr uint64_t kSplitRegion = 4u << 20;  // attention's partial results (splits of few rows)
+constexpr uint64_t kSplitTarget = 264;       // workgroups worth filling the GPU with (2 x 132 SMs)
 
 class ArenaBuffer final : public Buffer {
  public:
@@ -52,7 +55,8 @@ class WeightBuffer final : public Buffer {
 };
 
 enum class Kernel { kEmbed, kRmsNorm, kMatMul, kMatVec, kRope, kAttention, kCacheAppend, kElementwise, kGeluMul, kMoeRoute,
-                    kMoeExperts, kGatherMatVec, kArgmax };
+                    kMoeExperts, kGatherMatVec, kArgmax, kBandwidth,
+                    kAttentionCombine, kEmbedIds, kGatherMatVecIds, kTopK, kArgmaxKeyed, kAccept };
 const char* KernelFile(Kernel k) {
   switch (k) {
     case Kernel::kEmbed: return "embed";
@@ -68,6 +72,13 @@ const char* KernelFile(Kernel k) {
     case Kernel::kMoeExperts: return "moe_experts";
     case Kernel::kGatherMatVec: return "gather_matvec";
     case Kernel::kArgmax: return "argmax";
+    case Kernel::kBandwidth: return "bandwidth";
+    case Kernel::kAttentionCombine: return "attention_combine";
+    case Kernel::kEmbedIds: return "embed_ids";
+    case Kernel::kGatherMatVecIds: return "gather_matvec_ids";
+    case Kernel::kTopK: return "topk";
+    case Kernel::kArgmaxKeyed: return "argmax_keyed";
+    case Kernel::kAccept: return "accept";
   }
   return "";
 }
@@ -116,7 +127,8 @@ class WebGpuBackend final : public Backend {
     arena_ = g4_gpu_create_buffer(static_cast<double>(arena_bytes_), 0);
     if (!arena_) return ResourceExhausted("webgpu: cannot allocate the " + std::to_string(arena_bytes_ >> 20) + " MiB arena");
     host_base_ = arena_bytes_ - kHostRegion;
-    free_.push_back({0, host_base_});
+    split_base_ = host_base_ - kSplitRegion;
+    free_.push_back({0, split_base_});
     return Status::Ok();
   }
   std::string Name() const override { return "webgpu"; }
@@ -209,6 +221,43 @@ class WebGpuBackend final : public Backend {
     return Status::Ok();
   }
 
+  // --- measurement
+  uint64_t dispatches() const override { return dispatches_; }
+  void Profile(bool on) override {
+    Flush();
+    g4_gpu_profile(on ? 1 : 0);
+  }
+  Result<std::string> ProfileJson() override {
+    Flush();
+    std::string text(1 << 16, '\0');
+    const uint32_t n = g4_gpu_profile_read(text.data(), static_cast<uint32_t>(text.size()));
+    if (n == 0) return Internal("webgpu: the kernel profile does not fit in 64 KiB");
+    text.resize(n);
+    return text;
+  }
+  // Best of 5 submits, each reading a zero-filled buffer of `bytes` 4 times.
+  Result<double> MeasureReadBandwidth(uint64_t bytes) override {
+    bytes = std::min<uint64_t>(bytes, weight_binding_limit_) / 16 * 16;
+    const uint32_t buf = g4_gpu_create_buffer(static_cast<double>(bytes), 1);
+    if (!buf) return ResourceExhausted("webgpu: cannot allocate " + std::to_string(bytes >> 20) + " MiB to measure bandwidth");
+    G4_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> sink, Allocate(4));
+    WeightBuffer w(bytes, {buf}, bytes);  // destroys buf when done
+    const Weight weight{&w, DType::kF32, 1, 1, static_cast<int64_t>(bytes / 4)};
+    double best = 0.0;
+    float out = 0.0f;
+    for (int pass = 0; pass < 6; ++pass) {
+      G4_RETURN_IF_ERROR(Download(*sink, 0, &out, 4));  // the queue is idle
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int rep = 0; rep < 4; ++rep) {
+        Dispatch(Kernel::kBandwidth, {&weight}, 132 * 16, {U(bytes / 16), U(ArenaOffset(*sink) / 4)});
+      }
+      G4_RETURN_IF_ERROR(Download(*sink, 0, &out, 4));
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (pass > 0) best = std::max(best, 4.0 * bytes / s / 1e9);  // the first pass compiles
+    }
+    return best;
+  }
+
   // --- ops
   void Embed(F32 out, const Weight& table, std::span<const int32_t> ids, float scale) override {
     const uint32_t idp = HostU32(ids.data(), ids.size());
@@ -236,9 +285,22 @@ class WebGpuBackend final : public Backend {
            {At(x), U(rows), U(heads), U(inv_freq.size()), pp, fp});
   }
   void Attention(F32 out, F32 q, F32 k_new, F32 v_new, F32 k_cache, F32 v_cache, const AttentionShape& s) override {
-    RecordGroups(Kernel::kAttention, {}, static_cast<uint64_t>(s.rows) * s.heads,
-           {At(out), At(q), At(k_new), At(v_new), At(k_cache), At(v_cache), U(s.rows), U(s.heads), U(s.kv_heads),
-            U(s.head_dim), U(s.window), U(s.start), U(s.cached), U(s.capacity), U(s.past_only)});
+    // Few (row, head) pairs (decode, drafting) split their positions so the GPU has enough
+    // workgroups; attention_combine merges the splits.
+    if (s.head_dim > 512) {
+      if (error_.ok()) error_ = Unimplemented("webgpu: attention with head_dim " + std::to_string(s.head_dim) + " > 512");
+      return;
+    }
+    const uint64_t pairs = static_cast<uint64_t>(s.rows) * s.heads;
+    const uint64_t positions = static_cast<uint64_t>(s.cached) + s.rows;
+    uint64_t splits = std::min<uint64_t>({(kSplitTarget + pairs - 1) / pairs, (positions + 31) / 32, 64});
+    splits = std::max<uint64_t>(1, std::min<uint64_t>(splits, kSplitRegion / 4 / (pairs * (s.head_dim + 2))));
+    const std::vector<uint32_t> p = {At(out), At(q), At(k_new), At(v_new), At(k_cache), At(v_cache), U(s.rows),
+                                     U(s.heads), U(s.kv_heads), U(s.head_dim),
+                                     U(s.window) | (s.past_only ? 0x80000000u : 0u), U(s.start), U(s.cached),
+                                     U(s.capacity), U(splits), U(split_base_ / 4)};
+    RecordGroups(Kernel::kAttention, {}, pairs * splits, p);
+    if (splits > 1) RecordGroups(Kernel::kAttentionCombine, {}, pairs, p);
   }
   void CacheAppend(F32 k_cache, F32 v_cache, F32 k_new, F32 v_new, int rows, int row_size, int64_t start,
                    int64_t capacity) override {
@@ -259,6 +321,22 @@ class WebGpuBackend final : public Backend {
   }
   void Argmax(F32 ids, F32 x, int rows, int cols) override {
     RecordGroups(Kernel::kArgmax, {}, rows, {At(ids), At(x), U(rows), U(cols)});
+  }
+  void EmbedIds(F32 out, const Weight& table, F32 ids, int rows, float scale) override {
+    Record(Kernel::kEmbedIds, {&table}, static_cast<uint64_t>(rows) * table.cols,
+           {At(out), At(ids), U(rows), U(table.cols), Fl(scale)});
+  }
+  void GatherMatVecIds(F32 out, F32 in, const Weight& w, F32 rows, int count) override {
+    RecordGroups(Kernel::kGatherMatVecIds, {&w}, (count + 7) / 8, {At(out), At(in), At(rows), U(count), U(w.cols)});
+  }
+  void TopK(F32 indices, F32 x, int rows, int cols, int k) override {
+    RecordGroups(Kernel::kTopK, {}, rows, {At(indices), At(x), U(rows), U(cols), U(k)});
+  }
+  void ArgmaxKeyed(F32 id, F32 x, F32 keys, int cols) override {
+    RecordGroups(Kernel::kArgmaxKeyed, {}, 1, {At(id), At(x), At(keys), U(cols)});
+  }
+  void AcceptDrafts(F32 result, F32 drafts, F32 target, int k) override {
+    RecordGroups(Kernel::kAccept, {}, 1, {At(result), At(drafts), At(target), U(k)});
   }
   void MoeRoute(F32 indices, F32 weights, F32 x, const Weight& scale, const Weight& proj,
                 const Weight& per_expert_scale, const MoeShape& s, float eps) override {
@@ -307,6 +385,13 @@ class WebGpuBackend final : public Backend {
     const auto key = std::make_tuple(static_cast<int>(k) * 2 + split, d[0], d[1], d[2], variant);
     auto it = kernel_ids_.find(key);
     if (it != kernel_ids_.end()) return it->second;
+    const uint32_t id = static_cast<uint32_t>(kernel_ids_.size() + 1);
+    const std::string name = KernelFile(k);
+    if (k == Kernel::kBandwidth) {  // stands alone
+      const std::string src = WgslSource(name.c_str());
+      g4_gpu_register_kernel(id, src.data(), static_cast<uint32_t>(src.size()), name.data(), static_cast<uint32_t>(name.size()));
+      return kernel_ids_[key] = id;
+    }
     std::string src = WgslSource("prelude");
     for (int i = 0; i < 3; ++i) {
       const std::string tag = "W" + std::to_string(i + 1) + "_LOAD";
@@ -325,8 +410,7 @@ class WebGpuBackend final : public Backend {
     src.replace(src.find("W1P_READ"), 8, read_pair);
     src += WgslSource(KernelFile(k));
     ReplaceAll(src, "VARIANT", std::to_string(variant));
-    const uint32_t id = static_cast<uint32_t>(kernel_ids_.size() + 1);
-    g4_gpu_register_kernel(id, src.data(), static_cast<uint32_t>(src.size()));
+    g4_gpu_register_kernel(id, src.data(), static_cast<uint32_t>(src.size()), name.data(), static_cast<uint32_t>(name.size()));
     kernel_ids_[key] = id;
     return id;
   }
@@ -355,6 +439,7 @@ class WebGpuBackend final : public Backend {
     const uint32_t gx = static_cast<uint32_t>(std::min<uint64_t>(groups, 65535));
     const uint32_t gy = static_cast<uint32_t>((groups + gx - 1) / gx);
     cmds_.push_back(id);
+    ++dispatches_;
     for (size_t i = 0; i < 3; ++i) {
       if (split) {
         cmds_.push_back(i < wb(0)->chunks() ? wb(0)->id(i) : 0);
@@ -383,12 +468,14 @@ class WebGpuBackend final : public Backend {
   uint64_t arena_bytes_;
   uint32_t arena_ = 0;
   uint64_t host_base_ = 0, host_used_ = 0;
+  uint64_t split_base_ = 0;
   std::vector<std::pair<uint64_t, uint64_t>> free_;  // (offset, bytes), sorted
   std::vector<uint32_t> cmds_;
   int pending_ = 0;
   std::vector<uint8_t> staging_;
   std::map<std::tuple<int, int, int, int, int>, uint32_t> kernel_ids_;
   Status error_;  // an op that could not be recorded; reported by the next Download
+  uint64_t dispatches_ = 0;
   uint64_t weight_binding_limit_ = 0;
 
   friend class ArenaBuffer;

@@ -1,88 +1,90 @@
-// One workgroup of 64 per (row, head): keys in tiles of 64 positions with a thread per position
-// for the scores, then the values with the threads over head dimensions; online softmax across
-// tiles. Scale 1, float32. Head dims up to 512.
-// P: out, q, k_new, v_new, k_cache, v_cache, rows, heads, kv_heads, head_dim, window, start,
-//    cached, capacity, past_only
+// Attention of one (row, head) over one split of its visible positions; splits > 1 leave
+// (max, sum, unnormalised output) for attention_combine, one split writes the output. Positions in
+// tiles of 64: a team of 16 threads per position for the scores (16 at a time), then the threads
+// over head dimensions for the values; online softmax across tiles. Scale 1, head dims <= 512.
+// P: out, q, k_new, v_new, k_cache, v_cache, rows, heads, kv_heads, head_dim,
+//    window | past_only << 31, start, cached, capacity, splits, partials
 var<workgroup> qs: array<f32, 512>;
-var<workgroup> ps: array<f32, 64>;
-var<workgroup> red: array<f32, 64>;
+var<workgroup> sc: array<f32, 64>;
+var<workgroup> red: array<f32, 256>;
 
-// Where position p's key (or value, for the v buffers) of kv head `kv` starts.
+// Where position p's key (or value) of kv head `kv` starts: the cache ring, or the new rows.
 fn kv_at(p: i32, kv: u32, cache: u32, fresh: u32) -> u32 {
   let d = pu(9u); let kv_row = pu(8u) * d; let start = i32(pu(11u));
   if (p < start) { return cache + u32(p % i32(pu(13u))) * kv_row + kv * d; }
   return fresh + u32(p - start) * kv_row + kv * d;
 }
 
-fn reduce(v: f32, lane: u32, is_max: bool) -> f32 {
-  red[lane] = v;
-  workgroupBarrier();
-  for (var k = 32u; k > 0u; k >>= 1u) {
-    if (lane < k) {
-      if (is_max) { red[lane] = max(red[lane], red[lane + k]); } else { red[lane] += red[lane + k]; }
-    }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
-
-@compute @workgroup_size(64)
+@compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
   let t = wg.x + wg.y * n.x;
-  let rows = pu(6u); let heads = pu(7u); let kvh = pu(8u); let d = pu(9u);
-  if (t >= rows * heads) { return; }
-  let r = t / heads; let h = t % heads;
-  let window = i32(pu(10u)); let start = i32(pu(11u)); let cached = i32(pu(12u));
+  let rows = pu(6u); let heads = pu(7u); let kvh = pu(8u); let d = pu(9u); let splits = pu(14u);
+  if (t >= rows * heads * splits) { return; }
+  let sp = t % splits; let rh = t / splits; let r = rh / heads; let h = rh % heads;
+  let window = i32(pu(10u) & 0x7fffffffu); let start = i32(pu(11u)); let cached = i32(pu(12u));
   let pos = start + i32(r);
   var hi = pos;
-  if (pu(14u) != 0u) { hi = pos - 1; }
+  if ((pu(10u) >> 31u) != 0u) { hi = pos - 1; }
   var lo = max(start - cached, 0);
   if (window > 0) { lo = max(lo, hi - window + 1); }
+  let per = (max(hi - lo + 1, 0) + i32(splits) - 1) / i32(splits);
+  let slo = lo + i32(sp) * per;
+  let shi = min(hi, slo + per - 1);
   let kv = h / (heads / kvh);
-  let q = pu(1u) + (r * heads + h) * d;
-  let o = pu(0u) + (r * heads + h) * d;
-  for (var i = lid.x; i < d; i += 64u) { qs[i] = A[q + i]; }
+  let q = pu(1u) + rh * d;
+  for (var i = lid.x; i < d; i += 256u) { qs[i] = A[q + i]; }
   workgroupBarrier();
-  var acc: array<f32, 8>;
+  let team = lid.x >> 4u; let lane = lid.x & 15u;
   var m = -3.0e38;
   var l = 0.0;
-  for (var p0 = lo; p0 <= hi; p0 += 64) {
-    let p = p0 + i32(lid.x);
-    var s = -3.0e38;
-    if (p <= hi) {
-      let kb = kv_at(p, kv, pu(4u), pu(2u));
-      var dot = 0.0;
-      for (var i = 0u; i < d; i++) { dot += qs[i] * A[kb + i]; }
-      s = dot;
-    }
-    let nm = max(m, reduce(s, lid.x, true));
-    let corr = exp(m - nm);
-    var e = 0.0;
-    if (p <= hi) { e = exp(s - nm); }
-    ps[lid.x] = e;
-    l = l * corr + reduce(e, lid.x, false);
-    m = nm;
-    let cnt = min(64, hi - p0 + 1);
-    for (var j = 0u; j < 8u; j++) { acc[j] *= corr; }
-    for (var c = 0; c < cnt; c++) {
-      let vb = kv_at(p0 + c, kv, pu(5u), pu(3u));
-      let pe = ps[c];
-      for (var j = 0u; j < 8u; j++) {
-        let dd = lid.x + j * 64u;
-        if (dd < d) { acc[j] += pe * A[vb + dd]; }
+  var acc0 = 0.0; var acc1 = 0.0;  // dimensions lid and lid + 256
+  for (var p0 = slo; p0 <= shi; p0 += 64) {
+    for (var it = 0u; it < 4u; it++) {
+      let c = team + 16u * it;
+      let p = p0 + i32(c);
+      var part = 0.0;
+      if (p <= shi) {
+        let kb = kv_at(p, kv, pu(4u), pu(2u));
+        for (var i = lane; i < d; i += 16u) { part += qs[i] * A[kb + i]; }
       }
+      red[lid.x] = part;
+      workgroupBarrier();
+      for (var k = 8u; k > 0u; k >>= 1u) {
+        if (lane < k) { red[lid.x] += red[lid.x + k]; }
+        workgroupBarrier();
+      }
+      if (lane == 0u) { sc[c] = red[lid.x]; }
+      workgroupBarrier();
     }
+    let cnt = min(64, shi - p0 + 1);
+    var tm = -3.0e38;
+    for (var c = 0; c < cnt; c++) { tm = max(tm, sc[c]); }
+    let nm = max(m, tm);
+    let corr = exp(m - nm);
+    acc0 *= corr; acc1 *= corr;
+    var ts = 0.0;
+    for (var c = 0; c < cnt; c++) {
+      let e = exp(sc[c] - nm);
+      ts += e;
+      let vb = kv_at(p0 + c, kv, pu(5u), pu(3u));
+      if (lid.x < d) { acc0 += e * A[vb + lid.x]; }
+      if (lid.x + 256u < d) { acc1 += e * A[vb + lid.x + 256u]; }
+    }
+    l = l * corr + ts;
+    m = nm;
     workgroupBarrier();
   }
-  for (var j = 0u; j < 8u; j++) {
-    let dd = lid.x + j * 64u;
-    if (dd < d) {
-      var v = 0.0;
-      if (l > 0.0) { v = acc[j] / l; }
-      A[o + dd] = v;
-    }
+  if (splits == 1u) {
+    var inv = 0.0;
+    if (l > 0.0) { inv = 1.0 / l; }
+    let o = pu(0u) + rh * d;
+    if (lid.x < d) { A[o + lid.x] = acc0 * inv; }
+    if (lid.x + 256u < d) { A[o + lid.x + 256u] = acc1 * inv; }
+    return;
   }
+  let o = pu(15u) + t * (d + 2u);
+  if (lid.x == 0u) { A[o] = m; A[o + 1u] = l; }
+  if (lid.x < d) { A[o + 2u + lid.x] = acc0; }
+  if (lid.x + 256u < d) { A[o + 2u + lid.x + 256u] = acc1; }
 }

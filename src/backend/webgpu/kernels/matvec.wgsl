@@ -16,7 +16,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if ((ins & 1u) == 0u) {
       let half = ins >> 1u;
       let base = o * half;
-      for (var j = lane; j < half; j += 32u) {
+      // Four words per lane in flight, then the rest one at a time.
+      var j = lane;
+      for (; j + 96u < half; j += 128u) {
+        let w0 = w1p(base + j); let w1 = w1p(base + j + 32u);
+        let w2 = w1p(base + j + 64u); let w3 = w1p(base + j + 96u);
+        for (var r = 0u; r < ROWS; r++) {
+          if (r < rows) {
+            let xi = x + r * ins + 2u * j;
+            acc[r] += w0.x * A[xi] + w0.y * A[xi + 1u] + w1.x * A[xi + 64u] + w1.y * A[xi + 65u] +
+                      w2.x * A[xi + 128u] + w2.y * A[xi + 129u] + w3.x * A[xi + 192u] + w3.y * A[xi + 193u];
+          }
+        }
+      }
+      for (; j < half; j += 32u) {
         let w = w1p(base + j);
         for (var r = 0u; r < ROWS; r++) {
           if (r < rows) {

@@ -1,0 +1,23 @@
+// id = keys[j] for the j with the largest x[j], the lowest key among equals. One workgroup.
+// P: id, x, keys, cols
+var<workgroup> bv: array<f32, 256>;
+var<workgroup> bk: array<f32, 256>;
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
+  let cols = pu(3u);
+  var v = -3.4e38; var key = 3.4e38; var any = false;
+  for (var c = lid.x; c < cols; c += 256u) {
+    let xv = A[pu(1u) + c]; let kv = A[pu(2u) + c];
+    if (!any || xv > v || (xv == v && kv < key)) { v = xv; key = kv; any = true; }
+  }
+  bv[lid.x] = v; bk[lid.x] = key;
+  workgroupBarrier();
+  for (var h = 128u; h > 0u; h >>= 1u) {
+    if (lid.x < h) {
+      let ov = bv[lid.x + h]; let ok = bk[lid.x + h];
+      if (ov > bv[lid.x] || (ov == bv[lid.x] && ok < bk[lid.x])) { bv[lid.x] = ov; bk[lid.x] = ok; }
+    }
+    workgroupBarrier();
+  }
+  if (lid.x == 0u) { A[pu(0u)] = bk[0]; }
+}
