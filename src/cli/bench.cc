@@ -58,8 +58,9 @@ Status ProfileDecode(Model& model, Backend& backend, const std::vector<int32_t>&
   return Status::Ok();
 }
 
-// Times a plain decode step, a draft step and a K+1-token verification side by side, and the
-// speedup they imply at several acceptance rates.
+// Times a plain decode step, a draft step, a K+1-token verification and a whole round side by
+// side (all on the backend, as generation runs them), and the speedup they imply at several
+// acceptance rates.
 Status BenchSpeculative(Model& model, const std::string& assistant_dir, Backend& backend,
                         const std::vector<int32_t>& prompt, int k, int reps) {
   G4_ASSIGN_OR_RETURN(std::unique_ptr<Assistant> as, Assistant::Load(assistant_dir, backend, model));
@@ -73,30 +74,56 @@ Status BenchSpeculative(Model& model, const std::string& assistant_dir, Backend&
   G4_RETURN_IF_ERROR(model.Forward(prompt, *cache, 1, &logits));
   backend.Copy(state, model.hidden_rows().At((prompt.size() - 1) * H), H);
   const int64_t p = cache->length();
+  // Every step ends in a read of one id, as in generation (greedy, argmax on the backend).
+  G4_ASSIGN_OR_RETURN(auto ids_buf, backend.Allocate((2 * k + 4) * sizeof(float)));
+  const F32 ids{ids_buf.get(), 0};
+  float sink[1];
+  auto wait = [&]() { return backend.Download(*ids_buf, 0, sink, sizeof(sink)); };
+  const float tok = static_cast<float>(prompt.back());
+  G4_RETURN_IF_ERROR(backend.Upload(*ids_buf, 0, &tok, sizeof(tok)));
   // Plain step: one token, rolled back each time so every repetition sees the same context.
-  const int32_t tok = prompt.back();
+  auto plain_step = [&]() -> Status {
+    G4_RETURN_IF_ERROR(model.ForwardArgmaxOnDevice(ids, 1, *cache, 1, ids.At(k + 1)));
+    G4_RETURN_IF_ERROR(wait());
+    return cache->Rollback(p);
+  };
+  G4_RETURN_IF_ERROR(plain_step());  // warm-up
   int64_t t0 = MonotonicMicros();
-  for (int r = 0; r < reps; ++r) {
-    G4_RETURN_IF_ERROR(model.Forward(std::span<const int32_t>(&tok, 1), *cache, 1, &logits));
-    G4_RETURN_IF_ERROR(cache->Rollback(p));
-  }
+  for (int r = 0; r < reps; ++r) G4_RETURN_IF_ERROR(plain_step());
   const double plain_us = (MonotonicMicros() - t0) / static_cast<double>(reps);
   t0 = MonotonicMicros();
-  for (int r = 0; r < reps; ++r) G4_RETURN_IF_ERROR(as->Draft(tok, state, p, *cache, &logits, next));
+  for (int r = 0; r < reps; ++r) {
+    G4_RETURN_IF_ERROR(as->DraftGreedyOnDevice(ids, state, p, *cache, ids.At(1), next));
+    G4_RETURN_IF_ERROR(wait());
+  }
   const double draft_us = (MonotonicMicros() - t0) / static_cast<double>(reps);
-  const std::vector<int32_t> verify(k + 1, tok);
   t0 = MonotonicMicros();
   for (int r = 0; r < reps; ++r) {
-    G4_RETURN_IF_ERROR(model.Forward(verify, *cache, k + 1, &logits));
+    G4_RETURN_IF_ERROR(model.ForwardArgmaxOnDevice(ids, k + 1, *cache, k + 1, ids.At(k + 1)));
+    G4_RETURN_IF_ERROR(wait());
     G4_RETURN_IF_ERROR(cache->Rollback(p));
   }
   const double verify_us = (MonotonicMicros() - t0) / static_cast<double>(reps);
-  std::printf("speculative, K=%d (each averaged over %d runs):\n", k, reps);
+  // A whole round as generation runs it: K drafts, verification and acceptance in one submit.
+  t0 = MonotonicMicros();
+  for (int r = 0; r < reps; ++r) {
+    F32 s_in = state, s_out = next;
+    for (int j = 0; j < k; ++j) {
+      G4_RETURN_IF_ERROR(as->DraftGreedyOnDevice(ids.At(j), s_in, p, *cache, ids.At(j + 1), s_out));
+      std::swap(s_in, s_out);
+    }
+    G4_RETURN_IF_ERROR(model.ForwardArgmaxOnDevice(ids, k + 1, *cache, k + 1, ids.At(k + 1)));
+    backend.AcceptDrafts(ids.At(2 * k + 2), ids.At(1), ids.At(k + 1), k);
+    G4_RETURN_IF_ERROR(wait());
+    G4_RETURN_IF_ERROR(cache->Rollback(p));
+  }
+  const double round_us = (MonotonicMicros() - t0) / static_cast<double>(reps);
+  std::printf("speculative, K=%d (each averaged over %d runs, ending in a read of the ids):\n", k, reps);
   std::printf("  plain decode step: %.2f ms\n", plain_us / 1000.0);
   std::printf("  draft step: %.2f ms = %.3f x a plain step\n", draft_us / 1000.0, draft_us / plain_us);
   std::printf("  %d-token verification: %.2f ms = %.3f x a plain step\n", k + 1, verify_us / 1000.0, verify_us / plain_us);
-  const double round_us = k * draft_us + verify_us;
-  std::printf("  round (K drafts + verification): %.3f x a plain step\n", round_us / plain_us);
+  std::printf("  round (K drafts + verification + acceptance, one submit): %.2f ms = %.3f x a plain step\n",
+              round_us / 1000.0, round_us / plain_us);
   for (double acc : {0.5, 0.7, 0.9}) {
     double tokens = 0.0, pa = 1.0;  // expected tokens per round: sum of acc^i, i = 0..K
     for (int i = 0; i <= k; ++i, pa *= acc) tokens += pa;

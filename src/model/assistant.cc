@@ -10,7 +10,7 @@
 namespace g4 {
 namespace {
 
-enum Slot { kIn2, kX, kH, kO, kF, kQ, kAttn, kGate, kUp, kLogits, kSelected, kNumSlots };
+enum Slot { kIn2, kX, kH, kO, kF, kQ, kAttn, kGate, kUp, kLogits, kSelected, kTopCentroids, kRowIds, kNumSlots };
 
 }  // namespace
 
@@ -87,11 +87,23 @@ Result<std::unique_ptr<Assistant>> Assistant::Load(const std::string& dir, Backe
       seen[v] = true;
       as->token_ordering_.push_back(static_cast<int32_t>(v));
     }
-    plan.items.pop_back();  // not needed on the backend
+    plan.items.pop_back();  // read above; the backend gets it as floats (device drafting)
+    std::vector<uint8_t> bytes(raw.size() * sizeof(float));
+    for (size_t i = 0; i < raw.size(); ++i) {
+      const float f = static_cast<float>(raw[i]);
+      std::memcpy(bytes.data() + i * sizeof(float), &f, sizeof(float));
+    }
+    as->ordering_source_ = MakeMemoryReader(std::move(bytes), "token_ordering (float32)");
   }
   std::map<std::string, uint64_t> by_dtype;
   G4_RETURN_IF_ERROR(LoadPlan(*as->ckpt_, plan, backend, &as->buffers_, &by_dtype));
   G4_RETURN_IF_ERROR(ReadLayerScalars(*as->ckpt_, "model.", c.text.num_layers, &as->weights_.layer_scalars));
+  if (as->ordering_source_) {
+    const int C = c.num_centroids;
+    G4_ASSIGN_OR_RETURN(auto buf, backend.LoadWeights(*as->ordering_source_, 0, as->ordering_source_->Size()));
+    as->ordering_ = Weight{buf.get(), DType::kF32, 1, C, c.text.vocab / C};
+    as->buffers_.push_back(std::move(buf));
+  }
   G4_RETURN_IF_ERROR(as->AllocateScratch());
   return as;
 }
@@ -110,6 +122,8 @@ Status Assistant::AllocateScratch() {
                                    static_cast<size_t>(max_q), static_cast<size_t>(max_q),
                                    static_cast<size_t>(max_inter), static_cast<size_t>(max_inter),
                                    static_cast<size_t>(std::max(c.vocab, config_.num_centroids)),
+                                   static_cast<size_t>(std::max(1, config_.centroid_top_k * per)),
+                                   static_cast<size_t>(std::max(1, config_.centroid_top_k)),
                                    static_cast<size_t>(std::max(1, config_.centroid_top_k * per))};
   for (size_t s : sizes) {
     G4_ASSIGN_OR_RETURN(auto b, backend_.Allocate(s * sizeof(float)));
@@ -128,29 +142,8 @@ Status Assistant::Draft(int32_t token, F32 state_in, int64_t position, const KvC
   const int hb = config_.backbone_hidden;
   const F32 in2 = S(kIn2), y = S(kH);
 
-  // z = pre_projection(concat(E_target[token] * sqrt(backbone_hidden), state)).
   be.Embed(in2, target_.weights().embed, std::span<const int32_t>(&token, 1), std::sqrt(static_cast<float>(hb)));
-  be.Copy(in2.At(hb), state_in, hb);
-  be.MatMul(S(kX), in2, pre_projection_, 1);
-
-  const LayerBuffers bufs{S(kX), S(kH), S(kO), S(kF), S(kQ), S(kAttn), S(kGate), S(kUp), F32{}, F32{}, F32{}};
-  const int64_t positions[1] = {position};
-  for (int i = 0; i < c.num_layers; ++i) {
-    const LayerConfig& l = c.layers[i];
-    const KvCache::Layer& cl = cache.layer(l.type == AttentionType::kFull ? donor_full_ : donor_sliding_);
-    LayerKv kv;
-    kv.k_new = kv.k_cache = F32{cl.k.get(), 0};
-    kv.v_new = kv.v_cache = F32{cl.v.get(), 0};
-    kv.cached = std::min(position, cl.capacity);
-    kv.capacity = cl.capacity;
-    kv.window = l.window ? l.window + 1 : 0;  // the reference's bidirectional window: distance <= window
-    kv.past_only = true;
-    if (std::min<int64_t>(position, kv.window ? kv.window : position) > kv.cached) {
-      return FailedPrecondition("draft: the target's cache keeps too few positions for the assistant");
-    }
-    RunLayer(be, c, i, weights_.layers[i], weights_.layer_scalars[i], bufs, 1, positions, kv);
-  }
-  be.RmsNorm(y, S(kX), weights_.final_norm, 1, c.hidden, c.rms_eps);
+  G4_RETURN_IF_ERROR(Trunk(state_in, position, cache));
 
   logits->resize(c.vocab);
   if (config_.ordered_embeddings) {
@@ -176,6 +169,65 @@ Status Assistant::Draft(int32_t token, F32 state_in, int64_t position, const KvC
   } else {
     be.MatMul(S(kLogits), y, weights_.embed, 1);
     G4_RETURN_IF_ERROR(be.Download(*scratch_[kLogits], 0, logits->data(), c.vocab * sizeof(float)));
+  }
+  be.MatMul(state_out, y, post_projection_, 1);
+  return Status::Ok();
+}
+
+
+Status Assistant::Trunk(F32 state_in, int64_t position, const KvCache& cache) {
+  const ModelConfig& c = config_.text;
+  Backend& be = backend_;
+  auto S = [&](int slot) { return F32{scratch_[slot].get(), 0}; };
+  const int hb = config_.backbone_hidden;
+  const F32 in2 = S(kIn2), y = S(kH);
+  // z = pre_projection(concat(E_target[token] * sqrt(backbone_hidden), state)).
+  be.Copy(in2.At(hb), state_in, hb);
+  be.MatMul(S(kX), in2, pre_projection_, 1);
+
+  const LayerBuffers bufs{S(kX), S(kH), S(kO), S(kF), S(kQ), S(kAttn), S(kGate), S(kUp), F32{}, F32{}, F32{}};
+  const int64_t positions[1] = {position};
+  for (int i = 0; i < c.num_layers; ++i) {
+    const LayerConfig& l = c.layers[i];
+    const KvCache::Layer& cl = cache.layer(l.type == AttentionType::kFull ? donor_full_ : donor_sliding_);
+    LayerKv kv;
+    kv.k_new = kv.k_cache = F32{cl.k.get(), 0};
+    kv.v_new = kv.v_cache = F32{cl.v.get(), 0};
+    kv.cached = std::min(position, cl.capacity);
+    kv.capacity = cl.capacity;
+    kv.window = l.window ? l.window + 1 : 0;  // the reference's bidirectional window: distance <= window
+    kv.past_only = true;
+    if (std::min<int64_t>(position, kv.window ? kv.window : position) > kv.cached) {
+      return FailedPrecondition("draft: the target's cache keeps too few positions for the assistant");
+    }
+    RunLayer(be, c, i, weights_.layers[i], weights_.layer_scalars[i], bufs, 1, positions, kv);
+  }
+  be.RmsNorm(y, S(kX), weights_.final_norm, 1, c.hidden, c.rms_eps);
+
+  return Status::Ok();
+}
+
+Status Assistant::DraftGreedyOnDevice(F32 token, F32 state_in, int64_t position, const KvCache& cache, F32 id_out,
+                                      F32 state_out) {
+  const ModelConfig& c = config_.text;
+  if (cache.length() != position) return InvalidArgument("draft: the cache must hold exactly the positions before it");
+  Backend& be = backend_;
+  auto S = [&](int slot) { return F32{scratch_[slot].get(), 0}; };
+  const F32 y = S(kH);
+  be.EmbedIds(S(kIn2), target_.weights().embed, token, 1, std::sqrt(static_cast<float>(config_.backbone_hidden)));
+  G4_RETURN_IF_ERROR(Trunk(state_in, position, cache));
+  if (config_.ordered_embeddings) {
+    // The argmax of the masked logits is the best of the top centroids' tokens (everything else
+    // is below their minimum); among equal logits the lowest token id, as Argmax picks.
+    const int C = config_.num_centroids, per = c.vocab / C, k = config_.centroid_top_k;
+    be.MatMul(S(kLogits), y, centroids_, 1);
+    be.TopK(S(kTopCentroids), S(kLogits), 1, C, k);
+    be.EmbedIds(S(kRowIds), ordering_, S(kTopCentroids), k, 1.0f);  // (k, per) token ids
+    be.GatherMatVecIds(S(kSelected), y, weights_.embed, S(kRowIds), k * per);
+    be.ArgmaxKeyed(id_out, S(kSelected), S(kRowIds), k * per);
+  } else {
+    be.MatMul(S(kLogits), y, weights_.embed, 1);
+    be.Argmax(id_out, S(kLogits), 1, c.vocab);
   }
   be.MatMul(state_out, y, post_projection_, 1);
   return Status::Ok();

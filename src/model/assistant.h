@@ -31,11 +31,18 @@ class Assistant {
   // host) and the next state into `state_out` (backbone_hidden, on the backend).
   Status Draft(int32_t token, F32 state_in, int64_t position, const KvCache& cache, std::vector<float>* logits,
                F32 state_out);
+  // The same step for greedy drafting on the backend: the token is the id (a float) at `token`,
+  // the draft (the argmax of the draft logits) goes to `id_out`; nothing is read back.
+  Status DraftGreedyOnDevice(F32 token, F32 state_in, int64_t position, const KvCache& cache, F32 id_out,
+                             F32 state_out);
 
  private:
   Assistant(AssistantConfig config, std::unique_ptr<Checkpoint> ckpt, Backend& backend, Model& target)
       : config_(std::move(config)), ckpt_(std::move(ckpt)), backend_(backend), target_(target) {}
   Status AllocateScratch();
+  // Concatenates the embedded token (already in the first half of the input slot) with
+  // state_in and runs the layers and final norm: the normed output is in the kH slot.
+  Status Trunk(F32 state_in, int64_t position, const KvCache& cache);
 
   AssistantConfig config_;
   std::unique_ptr<Checkpoint> ckpt_;
@@ -46,6 +53,8 @@ class Assistant {
   Weight post_projection_;        // (backbone_hidden, hidden)
   Weight centroids_;              // (num_centroids, hidden), with ordered embeddings
   std::vector<int32_t> token_ordering_;  // (vocab) token ids, num_centroids rows of vocab / num_centroids
+  std::unique_ptr<Reader> ordering_source_;  // the ordering as float32, backing ordering_
+  Weight ordering_;               // (num_centroids, vocab / num_centroids) token ids as floats, on the backend
   std::vector<std::unique_ptr<Buffer>> buffers_;
   std::vector<std::unique_ptr<Buffer>> scratch_;
   int donor_sliding_ = -1, donor_full_ = -1;

@@ -165,9 +165,18 @@ Result<F32> Model::Head(int n, int rows) {
   return out_logits;
 }
 
-Status Model::Run(std::span<const int32_t> tokens, KvCache& cache) {
+Status Model::ForwardArgmaxOnDevice(F32 ids, int n, KvCache& cache, int rows, F32 out_ids) {
+  if (rows < 1 || rows > n) return InvalidArgument("forward: rows out of range");
+  G4_RETURN_IF_ERROR(Run({}, cache, ids, n));
+  G4_ASSIGN_OR_RETURN(const F32 out_logits, Head(n, rows));
+  backend_.Argmax(out_ids, out_logits, rows, config_.vocab);
+  return Status::Ok();
+}
+
+Status Model::Run(std::span<const int32_t> tokens, KvCache& cache, F32 device_ids, int device_n) {
   const ModelConfig& c = config_;
-  const int n = static_cast<int>(tokens.size());
+  const bool on_device = device_ids.buffer != nullptr;
+  const int n = on_device ? device_n : static_cast<int>(tokens.size());
   const int64_t start = cache.length_;
   if (n == 0) return InvalidArgument("forward: no tokens");
   if (start + n > cache.max_positions_) {
@@ -188,10 +197,17 @@ Status Model::Run(std::span<const int32_t> tokens, KvCache& cache) {
   for (int r = 0; r < n; ++r) positions[r] = start + r;
 
   // Embedding, and the per-layer inputs computed once per token.
-  be.Embed(x, w.embed, tokens, std::sqrt(static_cast<float>(H)));
+  auto embed = [&](F32 out, const Weight& table, float scale) {
+    if (on_device) {
+      be.EmbedIds(out, table, device_ids, n, scale);
+    } else {
+      be.Embed(out, table, tokens, scale);
+    }
+  };
+  embed(x, w.embed, std::sqrt(static_cast<float>(H)));
   const size_t pl = static_cast<size_t>(c.num_layers) * c.ple_dim;
   if (c.ple_dim) {
-    be.Embed(ple_tok, w.ple_embed, tokens, std::sqrt(static_cast<float>(c.ple_dim)));
+    embed(ple_tok, w.ple_embed, std::sqrt(static_cast<float>(c.ple_dim)));
     be.MatMul(ple, x, w.ple_model_projection, n);
     be.Scale(ple, n * pl, 1.0f / std::sqrt(static_cast<float>(H)));
     be.RmsNorm(ple, ple, w.ple_projection_norm, n * c.num_layers, c.ple_dim, c.rms_eps);

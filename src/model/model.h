@@ -66,6 +66,11 @@ class Model {
   // The same pass, reading back only the greedy token of each of the last `rows` rows (the
   // argmax runs on the backend, so a GPU returns a few ids instead of whole logit rows).
   Status ForwardArgmax(std::span<const int32_t> tokens, KvCache& cache, int rows, std::vector<int>* ids);
+  // The greedy pass on token ids the backend holds (a speculative round on the GPU): runs the n
+  // ids at `ids` (floats, on the backend) at positions cache.length().. and writes the argmax of
+  // the last `rows` rows to `out_ids` (rows floats, on the backend). Nothing is read back; the
+  // ids must be inside the vocabulary (they come from Argmax).
+  Status ForwardArgmaxOnDevice(F32 ids, int n, KvCache& cache, int rows, F32 out_ids);
   // The final-normed hidden states of the last Forward's rows, (rows, hidden), on the backend.
   F32 hidden_rows() { return Scratch(kHiddenSlot); }
   static constexpr int kHiddenSlot = 1;  // the scratch slot that ends a Forward holding them
@@ -74,7 +79,8 @@ class Model {
   Model(ModelConfig config, std::unique_ptr<Checkpoint> ckpt, Backend& backend)
       : config_(std::move(config)), ckpt_(std::move(ckpt)), backend_(backend) {}
   Status EnsureScratch(int rows);
-  Status Run(std::span<const int32_t> tokens, KvCache& cache);  // layers and final norm
+  // Layers and final norm over host tokens, or (when `device_ids` is set) n ids on the backend.
+  Status Run(std::span<const int32_t> tokens, KvCache& cache, F32 device_ids = F32{}, int n = 0);
   Result<F32> Head(int n, int rows);  // softcapped logits of the last `rows` of n rows, on the backend
   F32 Scratch(int index) { return F32{scratch_[index].get(), 0}; }
 

@@ -48,6 +48,12 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
   G4_ASSIGN_OR_RETURN(auto state_b, be.Allocate(H * sizeof(float)));
   const F32 state{state_a.get(), 0};
 
+  // Greedy rounds without recorded logits run on the backend: [seed, drafts], the target's
+  // tokens for them and the verdict (m, bonus) live in `round_buf`, and a round is recorded as
+  // one batch and read back once. The seed of the next round is copied there on the backend.
+  G4_ASSIGN_OR_RETURN(auto round_buf, be.Allocate((2 * k + 4) * sizeof(float)));
+  const F32 slots{round_buf.get(), 0}, target_ids = slots.At(k + 1), verdict = slots.At(2 * k + 2);
+  std::vector<float> round_host(2 * k + 4);
   std::vector<float> logits, draft_logits;
   // Emits a token chosen by `row` of the last target logits.
   auto emit = [&](int t, size_t row) {
@@ -73,6 +79,10 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
   const int64_t t1_us = MonotonicMicros();
   st.prefill_us = t1_us - t0_us;
   be.Copy(state, target.hidden_rows().At(static_cast<size_t>(prompt.size() - 1) * H), H);
+  if (ids_only) {
+    const float f = static_cast<float>(seed);
+    G4_RETURN_IF_ERROR(be.Upload(*round_buf, 0, &f, sizeof(f)));
+  }
   emit(seed, 0);
   bool done = is_stop(seed);
   if (done) result.stop_reason = "eos";
@@ -86,47 +96,59 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     RoundTrace round;
     round.position = p;
     round.seed = seed;
-    // Draft nd tokens at position p.
-    int tok = seed;
-    F32 s_in = state, s_out{state_b.get(), 0};
-    q_dists.clear();
-    for (int j = 0; j < nd; ++j) {
-      G4_RETURN_IF_ERROR(assistant.Draft(tok, s_in, p, *cache, &draft_logits, s_out));
-      if (greedy) {
-        tok = Argmax(draft_logits);
-      } else {
-        q_dists.push_back(shaper.Distribution(draft_logits));
-        tok = DrawFrom(q_dists.back(), rng);
-      }
-      round.drafts.push_back(tok);
-      std::swap(s_in, s_out);
-    }
-    // Verify [seed, drafts] in one forward.
-    verify.assign(1, seed);
-    verify.insert(verify.end(), round.drafts.begin(), round.drafts.end());
     int m = 0, bonus = 0;
     if (ids_only) {
-      G4_RETURN_IF_ERROR(target.ForwardArgmax(verify, *cache, nd + 1, &ids));
-      while (m < nd && round.drafts[m] == ids[m]) ++m;
-      bonus = ids[m];
-    } else if (greedy) {
-      G4_RETURN_IF_ERROR(target.Forward(verify, *cache, nd + 1, &logits));
-      while (m < nd && round.drafts[m] == Argmax(std::span<const float>(&logits[static_cast<size_t>(m) * V], V))) ++m;
-      bonus = Argmax(std::span<const float>(&logits[static_cast<size_t>(m) * V], V));
-    } else {
-      G4_RETURN_IF_ERROR(target.Forward(verify, *cache, nd + 1, &logits));
-      bool rejected = false;
-      for (; m < nd; ++m) {
-        const std::vector<float> pd = shaper.Distribution(std::span<const float>(&logits[static_cast<size_t>(m) * V], V));
-        const int c = round.drafts[m];
-        const double ratio = q_dists[m][c] > 0.0f ? static_cast<double>(pd[c]) / q_dists[m][c] : 1.0;
-        if (rng.Uniform() < ratio) continue;
-        bonus = SampleResidual(pd, q_dists[m], rng);
-        rejected = true;
-        break;
+      // Drafts, verification and acceptance on the backend; one read of 2k + 4 floats.
+      F32 s_in = state, s_out{state_b.get(), 0};
+      for (int j = 0; j < nd; ++j) {
+        G4_RETURN_IF_ERROR(assistant.DraftGreedyOnDevice(slots.At(j), s_in, p, *cache, slots.At(j + 1), s_out));
+        std::swap(s_in, s_out);
       }
-      if (!rejected) {
-        bonus = DrawFrom(shaper.Distribution(std::span<const float>(&logits[static_cast<size_t>(nd) * V], V)), rng);
+      G4_RETURN_IF_ERROR(target.ForwardArgmaxOnDevice(slots, nd + 1, *cache, nd + 1, target_ids));
+      be.AcceptDrafts(verdict, slots.At(1), target_ids, nd);
+      G4_RETURN_IF_ERROR(be.Download(*round_buf, 0, round_host.data(), round_host.size() * sizeof(float)));
+      for (int j = 0; j < nd; ++j) round.drafts.push_back(static_cast<int>(round_host[j + 1]));
+      m = static_cast<int>(round_host[2 * k + 2]);
+      bonus = static_cast<int>(round_host[2 * k + 3]);
+      be.Copy(slots, verdict.At(1), 1);  // the next round's seed
+    } else {
+      // Draft nd tokens at position p.
+      int tok = seed;
+      F32 s_in = state, s_out{state_b.get(), 0};
+      q_dists.clear();
+      for (int j = 0; j < nd; ++j) {
+        G4_RETURN_IF_ERROR(assistant.Draft(tok, s_in, p, *cache, &draft_logits, s_out));
+        if (greedy) {
+          tok = Argmax(draft_logits);
+        } else {
+          q_dists.push_back(shaper.Distribution(draft_logits));
+          tok = DrawFrom(q_dists.back(), rng);
+        }
+        round.drafts.push_back(tok);
+        std::swap(s_in, s_out);
+      }
+      // Verify [seed, drafts] in one forward.
+      verify.assign(1, seed);
+      verify.insert(verify.end(), round.drafts.begin(), round.drafts.end());
+      if (greedy) {
+        G4_RETURN_IF_ERROR(target.Forward(verify, *cache, nd + 1, &logits));
+        while (m < nd && round.drafts[m] == Argmax(std::span<const float>(&logits[static_cast<size_t>(m) * V], V))) ++m;
+        bonus = Argmax(std::span<const float>(&logits[static_cast<size_t>(m) * V], V));
+      } else {
+        G4_RETURN_IF_ERROR(target.Forward(verify, *cache, nd + 1, &logits));
+        bool rejected = false;
+        for (; m < nd; ++m) {
+          const std::vector<float> pd = shaper.Distribution(std::span<const float>(&logits[static_cast<size_t>(m) * V], V));
+          const int c = round.drafts[m];
+          const double ratio = q_dists[m][c] > 0.0f ? static_cast<double>(pd[c]) / q_dists[m][c] : 1.0;
+          if (rng.Uniform() < ratio) continue;
+          bonus = SampleResidual(pd, q_dists[m], rng);
+          rejected = true;
+          break;
+        }
+        if (!rejected) {
+          bonus = DrawFrom(shaper.Distribution(std::span<const float>(&logits[static_cast<size_t>(nd) * V], V)), rng);
+        }
       }
     }
     round.accepted = m;

@@ -221,6 +221,14 @@ void RunAll(Backend& gpu, Backend& cpu) {
     s.be->Argmax(ids, x, 4, 1003);
     return s.Read(ids, 4);
   });
+  Case("argmax_long_rows", gpu, cpu, 0.0, [&](Side& s) {
+    std::vector<float> v = Random(3 * 20001);
+    v[5000] = v[19000] = 40.0f;                  // a tie across slices: the lower index wins
+    v[20001 + 20000] = 41.0f;                    // the last column
+    F32 x = s.Floats(v), ids = s.Floats(std::vector<float>(3));
+    s.be->Argmax(ids, x, 3, 20001);
+    return s.Read(ids, 3);
+  });
   Case("topk_ties", gpu, cpu, 0.0, [&](Side& s) {
     std::vector<float> v = Random(3 * 700);
     v[5] = v[9] = v[600] = 9.0f;               // three equal maxima: columns in order

@@ -320,7 +320,17 @@ class WebGpuBackend final : public Backend {
     Record(Kernel::kGatherMatVec, {&w}, rows.size(), {At(out), At(in), rp, U(rows.size()), U(w.cols)});
   }
   void Argmax(F32 ids, F32 x, int rows, int cols) override {
-    RecordGroups(Kernel::kArgmax, {}, rows, {At(ids), At(x), U(rows), U(cols)});
+    // Rows of a whole vocabulary: slices in parallel, then one pick per row.
+    const uint64_t chunks = std::min<uint64_t>((cols + 4095) / 4096, 256);
+    if (chunks > 1 && rows * chunks * 8 <= kSplitRegion) {
+      const std::vector<uint32_t> p = {At(ids), At(x), U(rows), U(cols), 1, U(chunks), U(split_base_ / 4)};
+      RecordGroups(Kernel::kArgmax, {}, rows * chunks, p);
+      std::vector<uint32_t> p2 = p;
+      p2[4] = 2;
+      RecordGroups(Kernel::kArgmax, {}, rows, p2);
+      return;
+    }
+    RecordGroups(Kernel::kArgmax, {}, rows, {At(ids), At(x), U(rows), U(cols), 0, 1, 0});
   }
   void EmbedIds(F32 out, const Weight& table, F32 ids, int rows, float scale) override {
     Record(Kernel::kEmbedIds, {&table}, static_cast<uint64_t>(rows) * table.cols,
@@ -365,14 +375,21 @@ class WebGpuBackend final : public Backend {
   }
 
   // Small host arrays go to the arena's host region, written before the submit that reads them.
+  // An array written earlier in the same batch (every layer's positions, frequencies) is reused.
   template <typename T>
   uint32_t HostU32(const T* data, size_t n) {
     static_assert(sizeof(T) == 4);
+    std::vector<uint32_t> words(n);
+    std::memcpy(words.data(), data, n * 4);
+    for (const auto& [w, at] : host_written_) {
+      if (w == words) return at;
+    }
     const uint64_t bytes = std::max<uint64_t>(4, n * 4);
     if (host_used_ + bytes > kHostRegion) Flush();
     const uint64_t off = host_base_ + host_used_;
     host_used_ += (bytes + 15) / 16 * 16;
     g4_gpu_write_buffer(arena_, static_cast<double>(off), data, static_cast<uint32_t>(n * 4));
+    if (host_written_.size() < 64) host_written_.push_back({std::move(words), U(off / 4)});
     return U(off / 4);
   }
 
@@ -463,12 +480,14 @@ class WebGpuBackend final : public Backend {
     cmds_.clear();
     pending_ = 0;
     host_used_ = 0;
+    host_written_.clear();
   }
 
   uint64_t arena_bytes_;
   uint32_t arena_ = 0;
   uint64_t host_base_ = 0, host_used_ = 0;
   uint64_t split_base_ = 0;
+  std::vector<std::pair<std::vector<uint32_t>, uint32_t>> host_written_;  // this batch's host arrays
   std::vector<std::pair<uint64_t, uint64_t>> free_;  // (offset, bytes), sorted
   std::vector<uint32_t> cmds_;
   int pending_ = 0;
