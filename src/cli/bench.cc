@@ -22,21 +22,8 @@
 namespace g4::cli {
 namespace {
 
-// Dispatches per decoded token and, where the backend can time kernels, GPU time per kernel over
-// `steps` one-token forwards after the prompt (a separate pass: timing every kernel costs time).
-Status ProfileDecode(Model& model, Backend& backend, const std::vector<int32_t>& prompt, int steps) {
-  G4_ASSIGN_OR_RETURN(auto cache, model.NewCache(static_cast<int64_t>(prompt.size()) + steps + 1));
-  std::vector<int> ids;
-  G4_RETURN_IF_ERROR(model.ForwardArgmax(prompt, *cache, 1, &ids));
-  const uint64_t d0 = backend.dispatches();
-  backend.Profile(true);
-  for (int i = 0; i < steps; ++i) {
-    const int32_t tok = ids[0];
-    G4_RETURN_IF_ERROR(model.ForwardArgmax(std::span<const int32_t>(&tok, 1), *cache, 1, &ids));
-  }
-  backend.Profile(false);
-  const double per_token = static_cast<double>(backend.dispatches() - d0) / steps;
-  if (per_token > 0) std::printf("dispatches per decoded token: %.1f\n", per_token);
+// Prints a backend's kernel profile (versioned JSON) as time per unit (token or prefill).
+Status PrintProfile(Backend& backend, const char* what, double units) {
   G4_ASSIGN_OR_RETURN(std::string text, backend.ProfileJson());
   if (text.empty()) return Status::Ok();
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
@@ -46,16 +33,38 @@ Status ProfileDecode(Model& model, Backend& backend, const std::vector<int32_t>&
     return Status::Ok();
   }
   const double total = j.value("total_kernel_ms", 0.0);
-  std::printf("GPU kernel time per decoded token (timestamp queries, profile schema %d, %d steps): %.3f ms\n",
-              j.value("schema_version", 0), steps, total / steps);
+  std::printf("GPU kernel time per %s (timestamp queries, profile schema %d, a pass per kernel): %.3f ms\n", what,
+              j.value("schema_version", 0), total / units);
   std::vector<std::pair<double, std::string>> ops;
   for (const auto& [name, e] : j["ops"].items()) ops.push_back({e.value("ms", 0.0), name});
   std::sort(ops.rbegin(), ops.rend());
   for (const auto& [ms, name] : ops) {
-    std::printf("  %-18s %8.3f ms  %6.1f calls  %5.1f%%\n", name.c_str(), ms / steps,
-                j["ops"][name].value("calls", 0) / double(steps), total > 0 ? 100.0 * ms / total : 0.0);
+    std::printf("  %-18s %8.3f ms  %6.1f calls  %5.1f%%\n", name.c_str(), ms / units,
+                j["ops"][name].value("calls", 0) / units, total > 0 ? 100.0 * ms / total : 0.0);
   }
   return Status::Ok();
+}
+
+// Dispatches per decoded token and, where the backend can time kernels, GPU time per kernel for
+// the prompt's prefill and over `steps` one-token forwards after it (separate passes: timing
+// every kernel costs time).
+Status ProfileDecode(Model& model, Backend& backend, const std::vector<int32_t>& prompt, int steps) {
+  G4_ASSIGN_OR_RETURN(auto cache, model.NewCache(static_cast<int64_t>(prompt.size()) + steps + 1));
+  std::vector<int> ids;
+  backend.Profile(true);
+  G4_RETURN_IF_ERROR(model.ForwardArgmax(prompt, *cache, 1, &ids));
+  backend.Profile(false);
+  G4_RETURN_IF_ERROR(PrintProfile(backend, "prefill", 1.0));
+  const uint64_t d0 = backend.dispatches();
+  backend.Profile(true);
+  for (int i = 0; i < steps; ++i) {
+    const int32_t tok = ids[0];
+    G4_RETURN_IF_ERROR(model.ForwardArgmax(std::span<const int32_t>(&tok, 1), *cache, 1, &ids));
+  }
+  backend.Profile(false);
+  const double per_token = static_cast<double>(backend.dispatches() - d0) / steps;
+  if (per_token > 0) std::printf("dispatches per decoded token: %.1f\n", per_token);
+  return PrintProfile(backend, "decoded token", steps);
 }
 
 // Times a plain decode step, a draft step, a K+1-token verification and a whole round side by

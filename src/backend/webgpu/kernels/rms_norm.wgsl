@@ -1,6 +1,7 @@
 // out[r, :] = in[r, :] * (mean(in[r]^2) + eps)^-0.5 * w.   P: out, in, rows, dim, eps, has_weight
-var<workgroup> partial: array<f32, 64>;
-@compute @workgroup_size(64)
+// One workgroup of 256 per row.
+var<workgroup> partial: array<f32, 256>;
+@compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
   let r = wg.x + wg.y * n.x;
@@ -8,18 +9,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   let dim = pu(3u);
   let src = pu(1u) + r * dim; let dst = pu(0u) + r * dim;
   var s = 0.0;
-  for (var i = lid.x; i < dim; i += 64u) { let v = A[src + i]; s += v * v; }
+  for (var i = lid.x; i < dim; i += 256u) { let v = A[src + i]; s += v * v; }
   partial[lid.x] = s;
   workgroupBarrier();
-  for (var k = 32u; k > 0u; k >>= 1u) {
+  for (var k = 128u; k > 0u; k >>= 1u) {
     if (lid.x < k) { partial[lid.x] += partial[lid.x + k]; }
     workgroupBarrier();
   }
   let inv = 1.0 / sqrt(partial[0] / f32(dim) + pf(4u));
-  workgroupBarrier();
-  for (var i = lid.x; i < dim; i += 64u) {
+  let weighted = pu(5u) != 0u;
+  for (var i = lid.x; i < dim; i += 256u) {
     var w = 1.0;
-    if (pu(5u) != 0u) { w = w1(i); }
+    if (weighted) { w = w1(i); }
     A[dst + i] = A[src + i] * inv * w;
   }
 }
