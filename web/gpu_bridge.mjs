@@ -29,6 +29,8 @@ export function createGpuImports(device, memory, pending) {
   const names = [null];      // kernel id -> kernel name
   let arena = 0;
   let error = null;
+  const compileChecks = [];  // error scopes of kernels registered since the last read
+  let kernelError = null;
   const profile = {
     supported: device.features.has('timestamp-query'),
     on: false,
@@ -128,8 +130,13 @@ export function createGpuImports(device, memory, pending) {
     register_kernel(id, ptr, length, namePtr, nameLength) {
       const code = new TextDecoder().decode(bytes().subarray(ptr, ptr + length));
       names[id] = new TextDecoder().decode(bytes().subarray(namePtr, namePtr + nameLength));
+      // A kernel that does not compile fails the next read (not silently wrong results).
+      device.pushErrorScope('validation');
       const module = device.createShaderModule({ code });
       kernels[id] = device.createComputePipeline({ layout: pipelineLayout, compute: { module, entryPoint: 'main' } });
+      compileChecks.push(device.popErrorScope().then((e) => {
+        if (e) kernelError ??= new Error(`gemma4: WGSL kernel '${names[id]}' does not compile: ${e.message}`);
+      }));
       return 1;
     },
     submit(ptr, count) {
@@ -195,13 +202,17 @@ export function createGpuImports(device, memory, pending) {
       const encoder = device.createCommandEncoder();
       encoder.copyBufferToBuffer(buffers[id], offset, staging, 0, size);
       device.queue.submit([encoder.finish()]);
-      pending.promise = staging.mapAsync(GPUMapMode.READ).then(() => {
+      const checks = compileChecks.splice(0);
+      pending.promise = Promise.all(checks).then(() => staging.mapAsync(GPUMapMode.READ)).then(() => {
+        if (kernelError) throw kernelError;
         bytes().set(new Uint8Array(staging.getMappedRange()), dst);
         staging.unmap();
         staging.destroy();
         return 1;
-      }, (e) => {
+      }).catch((e) => {
         error = e;
+        if (e === kernelError) console.error(e.message);
+        staging.destroy();
         return 0;
       });
       return 0;

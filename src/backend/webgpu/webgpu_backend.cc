@@ -215,7 +215,7 @@ class WebGpuBackend final : public Backend {
     Flush();
     std::vector<uint8_t> tmp((bytes + 3) / 4 * 4);
     if (!g4_gpu_read_buffer(arena_, static_cast<double>(ArenaOffset(src) + offset), tmp.data(), static_cast<uint32_t>(tmp.size()))) {
-      return Internal("webgpu: reading back failed (device lost?)");
+      return Internal("webgpu: reading back failed (device lost, or a kernel error the host reported)");
     }
     std::memcpy(dst, tmp.data(), bytes);
     return Status::Ok();
