@@ -54,12 +54,11 @@ class WeightBuffer final : public Buffer {
   uint64_t chunk_bytes_;
 };
 
-enum class Kernel { kEmbed, kRmsNorm, kMatMul, kMatVec, kRope, kAttention, kCacheAppend, kElementwise, kGeluMul, kMoeRoute,
-                    kMoeExperts, kGatherMatVec, kArgmax, kBandwidth,
+enum class Kernel { kRmsNorm, kMatMul, kMatVec, kRope, kAttention, kCacheAppend, kElementwise, kGeluMul, kMoeRoute,
+                    kMoeExperts, kArgmax, kBandwidth,
                     kAttentionCombine, kEmbedIds, kGatherMatVecIds, kTopK, kArgmaxKeyed, kAccept };
 const char* KernelFile(Kernel k) {
   switch (k) {
-    case Kernel::kEmbed: return "embed";
     case Kernel::kRmsNorm: return "rms_norm";
     case Kernel::kMatMul: return "matmul";
     case Kernel::kMatVec: return "matvec";
@@ -70,7 +69,6 @@ const char* KernelFile(Kernel k) {
     case Kernel::kGeluMul: return "gelu_mul";
     case Kernel::kMoeRoute: return "moe_route";
     case Kernel::kMoeExperts: return "moe_experts";
-    case Kernel::kGatherMatVec: return "gather_matvec";
     case Kernel::kArgmax: return "argmax";
     case Kernel::kBandwidth: return "bandwidth";
     case Kernel::kAttentionCombine: return "attention_combine";
@@ -259,13 +257,12 @@ class WebGpuBackend final : public Backend {
   }
 
   // --- ops
+  // Host ids go to the host region as floats and take the same kernels as ids on the device.
   void Embed(F32 out, const Weight& table, std::span<const int32_t> ids, float scale) override {
-    const uint32_t idp = HostU32(ids.data(), ids.size());
-    const uint64_t count = ids.size() * table.cols;
-    Record(Kernel::kEmbed, {&table}, count, {At(out), idp, U(ids.size()), U(table.cols), Fl(scale)});
+    EmbedIds(out, table, HostIds(ids), static_cast<int>(ids.size()), scale);
   }
   void RmsNorm(F32 out, F32 in, const Weight& weight, int rows, int dim, float eps) override {
-    RecordGroups(Kernel::kRmsNorm, {&weight}, rows, {At(out), At(in), U(rows), U(dim), Fl(eps), U(weight.present())});
+    Dispatch(Kernel::kRmsNorm, {&weight}, rows, {At(out), At(in), U(rows), U(dim), Fl(eps), U(weight.present())});
   }
   void MatMul(F32 out, F32 in, const Weight& w, int rows) override {
     if (rows <= 8) {  // a team per output feature, the weights read once for all rows
@@ -299,8 +296,8 @@ class WebGpuBackend final : public Backend {
                                      U(s.heads), U(s.kv_heads), U(s.head_dim),
                                      U(s.window) | (s.past_only ? 0x80000000u : 0u), U(s.start), U(s.cached),
                                      U(s.capacity), U(splits), U(split_base_ / 4)};
-    RecordGroups(Kernel::kAttention, {}, pairs * splits, p);
-    if (splits > 1) RecordGroups(Kernel::kAttentionCombine, {}, pairs, p);
+    Dispatch(Kernel::kAttention, {}, pairs * splits, p);
+    if (splits > 1) Dispatch(Kernel::kAttentionCombine, {}, pairs, p);
   }
   void CacheAppend(F32 k_cache, F32 v_cache, F32 k_new, F32 v_new, int rows, int row_size, int64_t start,
                    int64_t capacity) override {
@@ -316,37 +313,36 @@ class WebGpuBackend final : public Backend {
   void Scale(F32 x, size_t count, float s) override { Elementwise(1, count, x, x, x, s); }
   void Softcap(F32 x, size_t count, float cap) override { Elementwise(3, count, x, x, x, cap); }
   void GatherMatVec(F32 out, F32 in, const Weight& w, std::span<const int32_t> rows) override {
-    const uint32_t rp = HostU32(rows.data(), rows.size());
-    Record(Kernel::kGatherMatVec, {&w}, rows.size(), {At(out), At(in), rp, U(rows.size()), U(w.cols)});
+    GatherMatVecIds(out, in, w, HostIds(rows), static_cast<int>(rows.size()));
   }
   void Argmax(F32 ids, F32 x, int rows, int cols) override {
     // Rows of a whole vocabulary: slices in parallel, then one pick per row.
     const uint64_t chunks = std::min<uint64_t>((cols + 4095) / 4096, 256);
     if (chunks > 1 && rows * chunks * 8 <= kSplitRegion) {
       const std::vector<uint32_t> p = {At(ids), At(x), U(rows), U(cols), 1, U(chunks), U(split_base_ / 4)};
-      RecordGroups(Kernel::kArgmax, {}, rows * chunks, p);
+      Dispatch(Kernel::kArgmax, {}, rows * chunks, p);
       std::vector<uint32_t> p2 = p;
       p2[4] = 2;
-      RecordGroups(Kernel::kArgmax, {}, rows, p2);
+      Dispatch(Kernel::kArgmax, {}, rows, p2);
       return;
     }
-    RecordGroups(Kernel::kArgmax, {}, rows, {At(ids), At(x), U(rows), U(cols), 0, 1, 0});
+    Dispatch(Kernel::kArgmax, {}, rows, {At(ids), At(x), U(rows), U(cols), 0, 1, 0});
   }
   void EmbedIds(F32 out, const Weight& table, F32 ids, int rows, float scale) override {
     Record(Kernel::kEmbedIds, {&table}, static_cast<uint64_t>(rows) * table.cols,
            {At(out), At(ids), U(rows), U(table.cols), Fl(scale)});
   }
   void GatherMatVecIds(F32 out, F32 in, const Weight& w, F32 rows, int count) override {
-    RecordGroups(Kernel::kGatherMatVecIds, {&w}, (count + 7) / 8, {At(out), At(in), At(rows), U(count), U(w.cols)});
+    Dispatch(Kernel::kGatherMatVecIds, {&w}, (count + 7) / 8, {At(out), At(in), At(rows), U(count), U(w.cols)});
   }
   void TopK(F32 indices, F32 x, int rows, int cols, int k) override {
-    RecordGroups(Kernel::kTopK, {}, rows, {At(indices), At(x), U(rows), U(cols), U(k)});
+    Dispatch(Kernel::kTopK, {}, rows, {At(indices), At(x), U(rows), U(cols), U(k)});
   }
   void ArgmaxKeyed(F32 id, F32 x, F32 keys, int cols) override {
-    RecordGroups(Kernel::kArgmaxKeyed, {}, 1, {At(id), At(x), At(keys), U(cols)});
+    Dispatch(Kernel::kArgmaxKeyed, {}, 1, {At(id), At(x), At(keys), U(cols)});
   }
   void AcceptDrafts(F32 result, F32 drafts, F32 target, int k) override {
-    RecordGroups(Kernel::kAccept, {}, 1, {At(result), At(drafts), At(target), U(k)});
+    Dispatch(Kernel::kAccept, {}, 1, {At(result), At(drafts), At(target), U(k)});
   }
   void MoeRoute(F32 indices, F32 weights, F32 x, const Weight& scale, const Weight& proj,
                 const Weight& per_expert_scale, const MoeShape& s, float eps) override {
@@ -367,11 +363,25 @@ class WebGpuBackend final : public Backend {
     return u;
   }
   static uint64_t ArenaOffset(const Buffer& b) { return static_cast<const ArenaBuffer&>(b).offset(); }
-  static uint32_t At(F32 t) { return t.buffer ? U(ArenaOffset(*t.buffer) / 4 + t.offset) : 0; }
+  // The word offset of t in the arena; a null buffer marks an offset into the host region.
+  static uint32_t At(F32 t) { return t.buffer ? U(ArenaOffset(*t.buffer) / 4 + t.offset) : U(t.offset); }
 
   void Fill(F32 out, size_t count, float v) { Elementwise(4, count, out, out, out, v); }
   void Elementwise(uint32_t op, size_t count, F32 out, F32 a, F32 b, float s) {
     Record(Kernel::kElementwise, {}, count, {op, U(count), At(out), At(a), At(b), Fl(s)});
+  }
+
+  // Ids as the float values the id kernels read (exact below 2^24; larger ids are an error).
+  F32 HostIds(std::span<const int32_t> ids) {
+    std::vector<float> f(ids.begin(), ids.end());
+    for (int32_t id : ids) {
+      if (id < 0 || id >= (1 << 24)) {
+        if (error_.ok()) error_ = Unimplemented("webgpu: row id " + std::to_string(id) + " is not below 2^24");
+        f.assign(f.size(), 0.0f);
+        break;
+      }
+    }
+    return F32{nullptr, HostU32(f.data(), f.size())};
   }
 
   // Small host arrays go to the arena's host region, written before the submit that reads them.
@@ -436,10 +446,7 @@ class WebGpuBackend final : public Backend {
   void Record(Kernel k, std::vector<const Weight*> ws, uint64_t count, std::vector<uint32_t> params) {
     Dispatch(k, ws, (count + 63) / 64, params);
   }
-  // One workgroup per item.
-  void RecordGroups(Kernel k, std::vector<const Weight*> ws, uint64_t groups, std::vector<uint32_t> params) {
-    Dispatch(k, ws, groups, params);
-  }
+  // One dispatch of `groups` workgroups.
   void Dispatch(Kernel k, const std::vector<const Weight*>& ws, uint64_t groups, const std::vector<uint32_t>& params,
                 int variant = 0) {
     if (groups == 0) return;

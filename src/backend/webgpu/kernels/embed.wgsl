@@ -1,9 +1,0 @@
-// out[r, c] = table[ids[r], c] * scale.   P: out, ids, rows, cols, scale
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
-  let i = gid(id, n);
-  let rows = pu(2u); let cols = pu(3u);
-  if (i >= rows * cols) { return; }
-  let r = i / cols; let c = i % cols;
-  A[pu(0u) + i] = w1(au(pu(1u) + r) * cols + c) * pf(4u);
-}
