@@ -18,6 +18,7 @@
 #include "model/model.h"
 #include "model/synthetic.h"
 #include "session/generator.h"
+#include "session/speculative.h"
 
 namespace g4::cli {
 namespace {
@@ -84,15 +85,16 @@ Status BenchSpeculative(Model& model, const std::string& assistant_dir, Backend&
   backend.Copy(state, model.hidden_rows().At((prompt.size() - 1) * H), H);
   const int64_t p = cache->length();
   // Every step ends in a read of one id, as in generation (greedy, argmax on the backend).
-  G4_ASSIGN_OR_RETURN(auto ids_buf, backend.Allocate((2 * k + 4) * sizeof(float)));
-  const F32 ids{ids_buf.get(), 0};
+  G4_ASSIGN_OR_RETURN(auto ids_buf, backend.Allocate(GreedyRoundSlots::Count(k) * sizeof(float)));
+  const GreedyRoundSlots slots(F32{ids_buf.get(), 0}, k);
+  const F32 ids = slots.tokens;
   float sink[1];
   auto wait = [&]() { return backend.Download(*ids_buf, 0, sink, sizeof(sink)); };
   const float tok = static_cast<float>(prompt.back());
   G4_RETURN_IF_ERROR(backend.Upload(*ids_buf, 0, &tok, sizeof(tok)));
   // Plain step: one token, rolled back each time so every repetition sees the same context.
   auto plain_step = [&]() -> Status {
-    G4_RETURN_IF_ERROR(model.ForwardArgmaxOnDevice(ids, 1, *cache, 1, ids.At(k + 1)));
+    G4_RETURN_IF_ERROR(model.ForwardArgmaxOnDevice(ids, 1, *cache, 1, slots.target));
     G4_RETURN_IF_ERROR(wait());
     return cache->Rollback(p);
   };
@@ -108,7 +110,7 @@ Status BenchSpeculative(Model& model, const std::string& assistant_dir, Backend&
   const double draft_us = (MonotonicMicros() - t0) / static_cast<double>(reps);
   t0 = MonotonicMicros();
   for (int r = 0; r < reps; ++r) {
-    G4_RETURN_IF_ERROR(model.ForwardArgmaxOnDevice(ids, k + 1, *cache, k + 1, ids.At(k + 1)));
+    G4_RETURN_IF_ERROR(model.ForwardArgmaxOnDevice(ids, k + 1, *cache, k + 1, slots.target));
     G4_RETURN_IF_ERROR(wait());
     G4_RETURN_IF_ERROR(cache->Rollback(p));
   }
@@ -116,13 +118,7 @@ Status BenchSpeculative(Model& model, const std::string& assistant_dir, Backend&
   // A whole round as generation runs it: K drafts, verification and acceptance in one submit.
   t0 = MonotonicMicros();
   for (int r = 0; r < reps; ++r) {
-    F32 s_in = state, s_out = next;
-    for (int j = 0; j < k; ++j) {
-      G4_RETURN_IF_ERROR(as->DraftGreedyOnDevice(ids.At(j), s_in, p, *cache, ids.At(j + 1), s_out));
-      std::swap(s_in, s_out);
-    }
-    G4_RETURN_IF_ERROR(model.ForwardArgmaxOnDevice(ids, k + 1, *cache, k + 1, ids.At(k + 1)));
-    backend.AcceptDrafts(ids.At(2 * k + 2), ids.At(1), ids.At(k + 1), k);
+    G4_RETURN_IF_ERROR(RecordGreedyRound(model, *as, *cache, state, next, slots, k));
     G4_RETURN_IF_ERROR(wait());
     G4_RETURN_IF_ERROR(cache->Rollback(p));
   }

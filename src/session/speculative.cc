@@ -17,6 +17,19 @@ int SampleResidual(const std::vector<float>& p, const std::vector<float>& q, Rng
 
 }  // namespace
 
+Status RecordGreedyRound(Model& target, Assistant& assistant, KvCache& cache, F32 state, F32 spare,
+                         const GreedyRoundSlots& slots, int nd) {
+  const int64_t p = cache.length();
+  F32 s_in = state, s_out = spare;
+  for (int j = 0; j < nd; ++j) {
+    G4_RETURN_IF_ERROR(assistant.DraftGreedyOnDevice(slots.tokens.At(j), s_in, p, cache, slots.tokens.At(j + 1), s_out));
+    std::swap(s_in, s_out);
+  }
+  G4_RETURN_IF_ERROR(target.ForwardArgmaxOnDevice(slots.tokens, nd + 1, cache, nd + 1, slots.target));
+  target.backend().AcceptDrafts(slots.verdict, slots.tokens.At(1), slots.target, nd);
+  return Status::Ok();
+}
+
 Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant, std::span<const int32_t> prompt,
                                              const GenerateOptions& options, int k,
                                              const std::function<void(int)>& on_token) {
@@ -51,9 +64,9 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
   // Greedy rounds without recorded logits run on the backend: [seed, drafts], the target's
   // tokens for them and the verdict (m, bonus) live in `round_buf`, and a round is recorded as
   // one batch and read back once. The seed of the next round is copied there on the backend.
-  G4_ASSIGN_OR_RETURN(auto round_buf, be.Allocate((2 * k + 4) * sizeof(float)));
-  const F32 slots{round_buf.get(), 0}, target_ids = slots.At(k + 1), verdict = slots.At(2 * k + 2);
-  std::vector<float> round_host(2 * k + 4);
+  G4_ASSIGN_OR_RETURN(auto round_buf, be.Allocate(GreedyRoundSlots::Count(k) * sizeof(float)));
+  const GreedyRoundSlots slots(F32{round_buf.get(), 0}, k);
+  std::vector<float> round_host(GreedyRoundSlots::Count(k));
   std::vector<float> logits, draft_logits;
   // Emits a token chosen by `row` of the last target logits.
   auto emit = [&](int t, size_t row) {
@@ -99,18 +112,12 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     int m = 0, bonus = 0;
     if (ids_only) {
       // Drafts, verification and acceptance on the backend; one read of 2k + 4 floats.
-      F32 s_in = state, s_out{state_b.get(), 0};
-      for (int j = 0; j < nd; ++j) {
-        G4_RETURN_IF_ERROR(assistant.DraftGreedyOnDevice(slots.At(j), s_in, p, *cache, slots.At(j + 1), s_out));
-        std::swap(s_in, s_out);
-      }
-      G4_RETURN_IF_ERROR(target.ForwardArgmaxOnDevice(slots, nd + 1, *cache, nd + 1, target_ids));
-      be.AcceptDrafts(verdict, slots.At(1), target_ids, nd);
+      G4_RETURN_IF_ERROR(RecordGreedyRound(target, assistant, *cache, state, F32{state_b.get(), 0}, slots, nd));
       G4_RETURN_IF_ERROR(be.Download(*round_buf, 0, round_host.data(), round_host.size() * sizeof(float)));
       for (int j = 0; j < nd; ++j) round.drafts.push_back(static_cast<int>(round_host[j + 1]));
       m = static_cast<int>(round_host[2 * k + 2]);
       bonus = static_cast<int>(round_host[2 * k + 3]);
-      be.Copy(slots, verdict.At(1), 1);  // the next round's seed
+      be.Copy(slots.tokens, slots.verdict.At(1), 1);  // the next round's seed
     } else {
       // Draft nd tokens at position p.
       int tok = seed;

@@ -13,6 +13,20 @@ namespace g4 {
 
 constexpr int kMaxDraftTokens = 8;
 
+// Where a greedy round on the backend keeps its ids (floats), for up to k drafts: [seed, drafts]
+// (k + 1), the target's tokens for them (k + 1), then the verdict (m, bonus): 2k + 4 in all.
+struct GreedyRoundSlots {
+  GreedyRoundSlots(F32 base, int k) : tokens(base), target(base.At(k + 1)), verdict(base.At(2 * k + 2)) {}
+  static size_t Count(int k) { return 2 * static_cast<size_t>(k) + 4; }
+  F32 tokens, target, verdict;
+};
+
+// Records one greedy round on the backend, nothing read back: nd drafts at position
+// cache.length() from the seed in slots.tokens[0] and `state` (`spare` is the drafts' other
+// state buffer), one target forward over [seed, drafts] and the acceptance into slots.verdict.
+Status RecordGreedyRound(Model& target, Assistant& assistant, KvCache& cache, F32 state, F32 spare,
+                         const GreedyRoundSlots& slots, int nd);
+
 Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant, std::span<const int32_t> prompt,
                                              const GenerateOptions& options, int draft_tokens,
                                              const std::function<void(int)>& on_token = {});
