@@ -26,6 +26,13 @@ CliRun Cli(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+// "2,105,236": a golden's prompt ids as --prompt-ids takes them.
+std::string IdList(const nlohmann::json& ids) {
+  std::string out;
+  for (int id : ids) out += (out.empty() ? "" : ",") + std::to_string(id);
+  return out;
+}
+
 std::string LastLine(const std::string& s) {
   std::string t = s;
   while (!t.empty() && t.back() == '\n') t.pop_back();
@@ -37,8 +44,7 @@ TEST(Cli, GenerateJsonMatchesTheGolden) {
   const std::string dir = test::TestData("models/e2b_mini");
   const auto golden = test::ReadJson(dir + "/golden.json");
   const auto& p = golden["prompts"][2];
-  std::string ids;
-  for (int id : p["prompt_ids"]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  const std::string ids = IdList(p["prompt_ids"]);
   CliRun r = Cli("generate --model " + dir + " --prompt-ids " + ids + " --max-new-tokens 24 --top-logits 2 --json");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(LastLine(r.out));
@@ -171,8 +177,7 @@ TEST(Cli, SpeculativeGenerateReportsCountersAndKeepsTokens) {
   const std::string dir = test::TestData("models/dense");
   const auto golden = test::ReadJson(dir + "/assistant_plain/golden.json");
   const auto& trace = golden["traces"][0];
-  std::string ids;
-  for (int id : trace["prompt_ids"]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  const std::string ids = IdList(trace["prompt_ids"]);
   const std::string base = "generate --model " + dir + " --prompt-ids " + ids + " --max-new-tokens 20 --json";
   CliRun plain = Cli(base);
   CliRun spec = Cli(base + " --assistant " + dir + "/assistant_plain --draft-tokens 2");

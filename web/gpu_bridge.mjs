@@ -39,15 +39,13 @@ export function createGpuImports(device, memory, pending) {
     pending: new Set(),      // readbacks of timestamps not yet summed
     querySet: null,
   };
+  const querySet = () => profile.querySet ??= device.createQuerySet({ type: 'timestamp', count: 2 * PROFILE_SLOTS });
   // Sums a submit's timestamps per kernel once they are readable.
   const collect = (encoder, kernelIds) => {
     const n = kernelIds.length;
-    if (!profile.querySet) {
-      profile.querySet = device.createQuerySet({ type: 'timestamp', count: 2 * PROFILE_SLOTS });
-    }
     const resolve = device.createBuffer({ size: 16 * n, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
     const read = device.createBuffer({ size: 16 * n, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-    encoder.resolveQuerySet(profile.querySet, 0, 2 * n, resolve, 0);
+    encoder.resolveQuerySet(querySet(), 0, 2 * n, resolve, 0);
     encoder.copyBufferToBuffer(resolve, 0, read, 0, 16 * n);
     const generation = profile.generation;
     return () => {
@@ -156,8 +154,8 @@ export function createGpuImports(device, memory, pending) {
           uniformData.set(words.subarray(at + 7, at + 7 + n), slot * 64);
           if (timed) {
             pass = encoder.beginComputePass({
-              timestampWrites: { querySet: profile.querySet ?? (profile.querySet = device.createQuerySet({ type: 'timestamp', count: 2 * PROFILE_SLOTS })),
-                                 beginningOfPassWriteIndex: 2 * slot, endOfPassWriteIndex: 2 * slot + 1 },
+              timestampWrites: { querySet: querySet(), beginningOfPassWriteIndex: 2 * slot,
+                                 endOfPassWriteIndex: 2 * slot + 1 },
             });
             last = 0;
             kernelIds.push(kernel);

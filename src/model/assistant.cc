@@ -174,7 +174,6 @@ Status Assistant::Draft(int32_t token, F32 state_in, int64_t position, const KvC
   return Status::Ok();
 }
 
-
 Status Assistant::Trunk(F32 state_in, int64_t position, const KvCache& cache) {
   const ModelConfig& c = config_.text;
   Backend& be = backend_;
