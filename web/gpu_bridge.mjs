@@ -25,10 +25,7 @@ export function createGpuImports(device, memory, pending) {
   const dummy = device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE });
   const uniforms = device.createBuffer({ size: UNIFORM_SLOT * UNIFORM_SLOTS, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
   const uniformData = new Uint32Array(UNIFORM_SLOT * UNIFORM_SLOTS / 4);
-  const offsets = Uint32Array.from({ length: UNIFORM_SLOTS }, (_, i) => i * UNIFORM_SLOT);  // dynamic offsets
-  // Bind groups by w1 -> w2 -> w3 (the arena is the same for all): found without allocating,
-  // since this runs for every dispatch.
-  let groups = new Map();
+  const groups = new Map();  // "arena,w1,w2,w3" -> bind group
   const names = [null];      // kernel id -> kernel name
   let arena = 0;
   let error = null;
@@ -74,37 +71,22 @@ export function createGpuImports(device, memory, pending) {
   };
 
   const bytes = () => new Uint8Array(memory().buffer);
-  const bindGroup = (w1, w2, w3) => {
-    let m1 = groups.get(w1);
-    if (!m1) groups.set(w1, m1 = new Map());
-    let m2 = m1.get(w2);
-    if (!m2) m1.set(w2, m2 = new Map());
-    let g = m2.get(w3);
+  const bindGroup = (a, w1, w2, w3) => {
+    const key = `${a},${w1},${w2},${w3}`;
+    let g = groups.get(key);
     if (!g) {
       const res = (id) => ({ buffer: id ? buffers[id] : dummy });
       g = device.createBindGroup({
         layout,
         entries: [
-          { binding: 0, resource: { buffer: buffers[arena] } },
+          { binding: 0, resource: { buffer: buffers[a] } },
           { binding: 1, resource: res(w1) }, { binding: 2, resource: res(w2) }, { binding: 3, resource: res(w3) },
           { binding: 4, resource: { buffer: uniforms, size: 64 } },
         ],
       });
-      m2.set(w3, g);
+      groups.set(key, g);
     }
     return g;
-  };
-  // Forgets every bind group that uses buffer `id`.
-  const dropGroups = (id) => {
-    if (id === arena) {
-      groups = new Map();
-      return;
-    }
-    groups.delete(id);
-    for (const m1 of groups.values()) {
-      m1.delete(id);
-      for (const m2 of m1.values()) m2.delete(id);
-    }
   };
 
   const profileSnapshot = () => {
@@ -135,8 +117,10 @@ export function createGpuImports(device, memory, pending) {
     },
     destroy_buffer(id) {
       buffers[id]?.destroy();
-      dropGroups(id);
       buffers[id] = null;
+      for (const key of [...groups.keys()]) {
+        if (key.split(',').map(Number).includes(id)) groups.delete(key);
+      }
     },
     write_buffer(id, offset, ptr, size) {
       device.queue.writeBuffer(buffers[id], offset, bytes(), ptr, size);
@@ -165,9 +149,9 @@ export function createGpuImports(device, memory, pending) {
         const kernelIds = [];
         let slot = 0, last = 0;
         while (at < words.length && slot < perSubmit) {
-          const kernel = words[at], n = words[at + 6];
+          const [kernel, w1, w2, w3, gx, gy, n] = words.subarray(at, at + 7);
           uniformData.fill(0, slot * 64, slot * 64 + 16);
-          for (let i = 0; i < n; i++) uniformData[slot * 64 + i] = words[at + 7 + i];
+          uniformData.set(words.subarray(at + 7, at + 7 + n), slot * 64);
           if (timed) {
             pass = encoder.beginComputePass({
               timestampWrites: { querySet: querySet(), beginningOfPassWriteIndex: 2 * slot,
@@ -178,8 +162,8 @@ export function createGpuImports(device, memory, pending) {
           }
           if (kernel !== last) pass.setPipeline(kernels[kernel]);
           last = kernel;
-          pass.setBindGroup(0, bindGroup(words[at + 1], words[at + 2], words[at + 3]), offsets, slot, 1);
-          pass.dispatchWorkgroups(words[at + 4], words[at + 5]);
+          pass.setBindGroup(0, bindGroup(arena, w1, w2, w3), [slot * UNIFORM_SLOT]);
+          pass.dispatchWorkgroups(gx, gy);
           if (timed) pass.end();
           at += 7 + n;
           slot++;
