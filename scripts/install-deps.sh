@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the native build, tests and fuzzers need (skips what is there).
 set -euo pipefail
-pkgs=(cmake ninja-build g++ nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev
+pkgs=(cmake ninja-build g++ nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev clang libclang-rt-14-dev
       clang-19 lld-19 libc++-19-dev-wasm32 libc++abi-19-dev-wasm32 libclang-rt-19-dev-wasm32 wasi-libc binaryen
       chromium)
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)

@@ -45,6 +45,11 @@ class CountingBackend final : public Backend {
     if (fail_after_ >= 0 && loads_++ >= fail_after_) return ResourceExhausted("simulated out of memory");
     return Wrap(inner_->LoadWeights(s, o, n));
   }
+  Result<std::unique_ptr<Buffer>> LoadQuantizedWeights(DType t, uint64_t n, const Reader& v, uint64_t vo, const Reader& s,
+                                                       uint64_t so) override {
+    if (fail_after_ >= 0 && loads_++ >= fail_after_) return ResourceExhausted("simulated out of memory");
+    return Wrap(inner_->LoadQuantizedWeights(t, n, v, vo, s, so));
+  }
   Status Upload(Buffer& d, size_t o, const void* s, size_t n) override { return inner_->Upload(*In(&d), o, s, n); }
   Status Download(const Buffer& s, size_t o, void* d, size_t n) override { return inner_->Download(*In(&s), o, d, n); }
   void Embed(F32 out, const Weight& t, std::span<const int32_t> ids, float s) override { inner_->Embed(In(out), In(t), ids, s); }

@@ -82,6 +82,7 @@ TEST(Safetensors, WriteThenReadRoundTrips) {
   const uint16_t b[2] = {F32ToBf16(1.0f), F32ToBf16(-0.5f)};
   TensorToWrite filled{"c", DType::kF32, {5}, nullptr, [](uint64_t off, uint8_t* dst, size_t n) {
                          for (size_t i = 0; i < n; ++i) dst[i] = static_cast<uint8_t>(off + i);
+                         return Status::Ok();
                        }};
   ASSERT_TRUE(WriteSafetensors(dir + "/t.safetensors",
                                {{"a", DType::kF32, {3}, a, {}}, {"b", DType::kBF16, {1, 2}, b, {}}, filled},

@@ -1,5 +1,6 @@
 // The backend interface: buffers and the dozen ops the Gemma 4 forward pass is written against.
-// Activations are float32; weights stay in their stored dtype (f32, f16, bf16). Small integer
+// Activations are float32; weights stay in their stored dtype (f32, f16, bf16, or the q8/q4
+// block types of base/quant.h). Small integer
 // inputs (token ids, positions) are passed as host spans. A backend may run ops asynchronously;
 // Download waits for everything issued before it.
 #pragma once
@@ -79,6 +80,11 @@ class Backend {
   // A buffer holding bytes [offset, offset + size) of `source` (weights). The CPU backend maps
   // them in place when the source is memory; others copy in chunks. `source` must outlive it.
   virtual Result<std::unique_ptr<Buffer>> LoadWeights(const Reader& source, uint64_t offset, uint64_t size) = 0;
+  // A quantized weight (kQ8, kQ4; base/quant.h) of `elements` values, a multiple of 32, from its
+  // stored values and float16 scales (one per group of 32). Each backend keeps its own layout.
+  virtual Result<std::unique_ptr<Buffer>> LoadQuantizedWeights(DType type, uint64_t elements, const Reader& values,
+                                                               uint64_t values_offset, const Reader& scales,
+                                                               uint64_t scales_offset) = 0;
   virtual Status Upload(Buffer& dst, size_t offset_bytes, const void* src, size_t bytes) = 0;
   virtual Status Download(const Buffer& src, size_t offset_bytes, void* dst, size_t bytes) = 0;
 
@@ -148,6 +154,11 @@ class Backend {
   virtual void Profile(bool on) { (void)on; }
   virtual Result<std::string> ProfileJson() { return std::string(); }
 };
+
+// The checks every LoadQuantizedWeights makes first: a block type, whole groups, both ranges
+// inside their sources.
+Status CheckQuantizedSource(DType type, uint64_t elements, const Reader& values, uint64_t values_offset,
+                            const Reader& scales, uint64_t scales_offset);
 
 std::unique_ptr<Backend> MakeCpuBackend(int threads = 0);  // 0: all cores
 #ifdef __wasi__

@@ -10,8 +10,17 @@ size_t DTypeSize(DType t) {
     case DType::kF16: case DType::kBF16: return 2;
     case DType::kI64: return 8;
     case DType::kU8: case DType::kI8: return 1;
+    case DType::kQ8: case DType::kQ4: return 0;
   }
   return 0;
+}
+
+bool IsQuantized(DType t) { return t == DType::kQ8 || t == DType::kQ4; }
+
+uint64_t StoredBytes(DType t, uint64_t elements) {
+  if (t == DType::kQ8) return elements / 32 * 34;
+  if (t == DType::kQ4) return elements / 32 * 18;
+  return elements * DTypeSize(t);
 }
 
 const char* DTypeName(DType t) {
@@ -23,6 +32,8 @@ const char* DTypeName(DType t) {
     case DType::kI32: return "I32";
     case DType::kU8: return "U8";
     case DType::kI8: return "I8";
+    case DType::kQ8: return "Q8";
+    case DType::kQ4: return "Q4";
   }
   return "?";
 }

@@ -7,11 +7,17 @@
 
 namespace g4 {
 
-enum class DType { kF32, kF16, kBF16, kI64, kI32, kU8, kI8 };
+// kQ8 and kQ4 are weights quantized in groups of 32 along a row (base/quant.h), as the CPU
+// backend holds them in memory: blocks of a float16 scale then 32 int8 (34 bytes) or 32 int4
+// (18 bytes). They are never a safetensors dtype: files store the values and scales apart.
+enum class DType { kF32, kF16, kBF16, kI64, kI32, kU8, kI8, kQ8, kQ4 };
 
-size_t DTypeSize(DType t);
-const char* DTypeName(DType t);           // safetensors spelling: "F32", "BF16", ...
-bool ParseDType(const std::string& s, DType* out);
+size_t DTypeSize(DType t);                // bytes per element; 0 for the block types
+const char* DTypeName(DType t);           // safetensors spelling: "F32", "BF16", ...; "Q8", "Q4"
+bool ParseDType(const std::string& s, DType* out);  // safetensors dtypes only
+bool IsQuantized(DType t);
+// Bytes of `elements` consecutive elements (a whole number of groups for the block types).
+uint64_t StoredBytes(DType t, uint64_t elements);
 
 inline float Bf16ToF32(uint16_t h) {
   uint32_t bits = static_cast<uint32_t>(h) << 16;

@@ -17,8 +17,10 @@ Result<Args> Args::Parse(const std::vector<std::string>& argv, const std::set<st
   Args a;
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& arg = argv[i];
-    if (arg.rfind("--", 0) != 0) return InvalidArgument("unexpected argument '" + arg + "'");
-    std::string name = arg.substr(2), value;
+    // One-letter flags take one dash (-o OUT); the rest two.
+    const bool short_flag = arg.size() == 2 && arg[0] == '-' && arg[1] != '-';
+    if (arg.rfind("--", 0) != 0 && !short_flag) return InvalidArgument("unexpected argument '" + arg + "'");
+    std::string name = arg.substr(short_flag ? 1 : 2), value;
     bool has_inline = false;
     if (auto eq = name.find('='); eq != std::string::npos) {
       value = name.substr(eq + 1);

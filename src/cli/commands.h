@@ -17,6 +17,8 @@ int RunGenerate(const std::vector<std::string>& args);
 int RunInspect(const std::vector<std::string>& args);
 int RunBench(const std::vector<std::string>& args);
 int RunSynth(const std::vector<std::string>& args);
+int RunExport(const std::vector<std::string>& args);
+int RunAccuracy(const std::vector<std::string>& args);
 int RunTokenize(const std::vector<std::string>& args);
 
 }  // namespace g4::cli

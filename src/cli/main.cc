@@ -17,7 +17,9 @@ const char kUsage[] =
     "  inspect  --model DIR\n"
     "  bench    --model DIR [--assistant DIR [--draft-tokens K]] [--prompt-tokens N] [--decode-tokens N]\n"
     "           [--threads N] [--bandwidth-mib N]\n"
-    "  synth    --shape e2b|e2b-assistant --out DIR [--layers N] [--seed S]   (random weights of a real shape)\n";
+    "  synth    --shape e2b|e2b-assistant --out DIR [--layers N] [--seed S]   (random weights of a real shape)\n"
+    "  export   --model DIR [--assistant DIR] --quant q8|q4|bf16 -o OUT   (artifacts; native build only)\n"
+    "  accuracy --model DIR [--quant q8,q4] [--prompts N] [--steps N] [--seed S] [--json]   (quantized vs source)\n";
 
 }  // namespace
 
@@ -37,6 +39,8 @@ int RunCli(int argc, char** argv) {  if (argc < 2) {
   if (cmd == "inspect") return g4::cli::RunInspect(args);
   if (cmd == "bench") return g4::cli::RunBench(args);
   if (cmd == "synth") return g4::cli::RunSynth(args);
+  if (cmd == "export") return g4::cli::RunExport(args);
+  if (cmd == "accuracy") return g4::cli::RunAccuracy(args);
   if (cmd == "tokenize") return g4::cli::RunTokenize(args);
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
     std::fputs(kUsage, stdout);

@@ -134,8 +134,10 @@ Status WriteSafetensors(const std::string& path, const std::vector<TensorToWrite
   }
   std::string text = header.dump();
   while ((8 + text.size()) % 8) text.push_back(' ');
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return NotFound(path + ": cannot create");
+  const std::string partial = path + ".partial";
+  FILE* f = std::fopen(partial.c_str(), "wb");
+  if (!f) return NotFound(partial + ": cannot create");
+  Status fill_status;
   uint8_t len[8];
   for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(static_cast<uint64_t>(text.size()) >> (8 * i));
   bool ok = std::fwrite(len, 1, 8, f) == 8 && std::fwrite(text.data(), 1, text.size(), f) == text.size();
@@ -153,12 +155,15 @@ Status WriteSafetensors(const std::string& path, const std::vector<TensorToWrite
     chunk.resize(kChunk);
     for (uint64_t off = 0; ok && off < bytes; off += kChunk) {
       const size_t n = static_cast<size_t>(std::min(kChunk, bytes - off));
-      t.fill(off, chunk.data(), n);
-      ok = std::fwrite(chunk.data(), 1, n, f) == n;
+      fill_status = t.fill(off, chunk.data(), n);
+      ok = fill_status.ok() && std::fwrite(chunk.data(), 1, n, f) == n;
     }
   }
   ok = (std::fclose(f) == 0) && ok;
-  return ok ? Status::Ok() : DataLoss(path + ": write failed");
+  if (ok && std::rename(partial.c_str(), path.c_str()) == 0) return Status::Ok();
+  std::remove(partial.c_str());
+  if (!fill_status.ok()) return fill_status.WithContext(path);
+  return DataLoss(path + ": write failed");
 }
 
 }  // namespace g4

@@ -46,9 +46,11 @@ struct TensorToWrite {
   DType dtype;
   std::vector<int64_t> shape;
   const void* data = nullptr;  // NumElements * DTypeSize bytes, or null to use `fill`
-  // Produces bytes [offset, offset + n) of the tensor's data (for tensors too large to hold).
-  std::function<void(uint64_t offset, uint8_t* dst, size_t n)> fill;
+  // Produces bytes [offset, offset + n) of the tensor's data (for tensors too large to hold), in
+  // order of offset; an error stops the write.
+  std::function<Status(uint64_t offset, uint8_t* dst, size_t n)> fill;
 };
+// Writes to PATH.partial, renamed to PATH when complete: an error leaves no file at PATH.
 Status WriteSafetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                         const std::map<std::string, std::string>& metadata = {});
 

@@ -55,12 +55,12 @@ Result<std::unique_ptr<Model>> Model::Load(ModelConfig config, std::unique_ptr<C
 
 uint64_t Model::WeightBytesPerToken() const {
   auto bytes = [](const Weight& w) -> uint64_t {
-    return w.present() ? static_cast<uint64_t>(w.count * w.rows * w.cols) * DTypeSize(w.dtype) : 0;
+    return w.present() ? StoredBytes(w.dtype, static_cast<uint64_t>(w.count * w.rows * w.cols)) : 0;
   };
   uint64_t total = 0;
   for (const auto& [dtype, b] : report_.bytes_by_dtype) total += b;
   const Weight& ple = weights_.ple_embed;
-  if (ple.present()) total -= bytes(ple) - static_cast<uint64_t>(ple.cols) * DTypeSize(ple.dtype);
+  if (ple.present()) total -= bytes(ple) - StoredBytes(ple.dtype, static_cast<uint64_t>(ple.cols));
   if (config_.moe) {
     for (const auto& lw : weights_.layers) {
       const uint64_t experts = bytes(lw.experts_gate_up) + bytes(lw.experts_down);

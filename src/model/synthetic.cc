@@ -98,7 +98,7 @@ Status WriteSyntheticCheckpoint(const std::string& dir, const std::string& shape
     const bool vector = s.shape.size() == 1;
     const float amp = vector ? 0.0f : std::sqrt(3.0f / static_cast<float>(s.shape.back()));
     const uint64_t tensor_seed = seed * 1000003ull + i;
-    t.fill = [amp, vector, tensor_seed](uint64_t offset, uint8_t* dst, size_t n) {
+    t.fill = [amp, vector, tensor_seed](uint64_t offset, uint8_t* dst, size_t n) -> Status {
       // Norm weights and scalars near 1, matrices uniform with unit-variance outputs.
       Rng rng(tensor_seed ^ (offset * 0x9e3779b97f4a7c15ull));
       uint16_t* out = reinterpret_cast<uint16_t*>(dst);
@@ -109,6 +109,7 @@ Status WriteSyntheticCheckpoint(const std::string& dir, const std::string& shape
           out[k + j] = F32ToBf16(vector ? 1.0f + 0.1f * u : amp * u);
         }
       }
+      return Status::Ok();
     };
     tensors.push_back(std::move(t));
   }

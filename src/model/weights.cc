@@ -3,8 +3,50 @@
 #include <cstring>
 #include <set>
 
+#include "base/quant.h"
+
 namespace g4 {
 namespace {
+
+std::string ShapeText(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// A matrix stored quantized: I8 values in the spec's shape (q8) or U8 with the last dimension
+// halved (q4), and F16 scales with the last dimension over 32.
+Result<WeightPlan::Item> PlanQuantized(const Checkpoint& ckpt, const WeightSpec& spec, const CheckpointTensor* t) {
+  const std::string file = ckpt.file(t->file).Name();
+  const DType q = t->info.dtype == DType::kI8 ? DType::kQ8 : DType::kQ4;
+  const int64_t cols = spec.shape.back();
+  if (cols % kQuantGroup) {
+    return InvalidArgument(file + ": tensor " + spec.name + " is quantized but its rows of " + std::to_string(cols) +
+                           " are not whole groups of " + std::to_string(kQuantGroup));
+  }
+  std::vector<int64_t> values = spec.shape, scales = spec.shape;
+  if (q == DType::kQ4) values.back() = cols / 2;
+  scales.back() = cols / kQuantGroup;
+  if (t->info.shape != values) {
+    return InvalidArgument(file + ": tensor " + spec.name + " (" + DTypeName(q) + ") has shape " + t->info.ShapeString() +
+                           "; the config implies " + ShapeText(values));
+  }
+  const std::string sname = ScaleTensorName(spec.name);
+  const CheckpointTensor* s = ckpt.Find(sname);
+  const std::string where = ckpt.dir().empty() ? std::string("checkpoint") : ckpt.dir();
+  if (!s) return NotFound(where + ": tensor " + sname + " (the scales of quantized " + spec.name + ") is missing");
+  const std::string sfile = ckpt.file(s->file).Name();
+  if (s->info.dtype != DType::kF16) {
+    return InvalidArgument(sfile + ": tensor " + sname + " has dtype " + DTypeName(s->info.dtype) + "; expected F16");
+  }
+  if (s->info.shape != scales) {
+    return InvalidArgument(sfile + ": tensor " + sname + " has shape " + s->info.ShapeString() + "; expected " +
+                           ShapeText(scales));
+  }
+  return WeightPlan::Item{&spec, t, s, q};
+}
+
+}  // namespace
 
 bool IsOtherTower(const std::string& name) {
   static const char* kPrefixes[] = {"model.vision_tower.", "model.audio_tower.", "model.embed_vision.",
@@ -15,14 +57,6 @@ bool IsOtherTower(const std::string& name) {
   }
   return false;
 }
-
-std::string ShapeText(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
-}  // namespace
 
 std::vector<WeightSpec> ListWeights(const ModelConfig& c, ModelWeights* w) {
   std::vector<WeightSpec> specs;
@@ -95,6 +129,12 @@ Result<WeightPlan> PlanWeights(const Checkpoint& ckpt, const std::vector<WeightS
     if (!t) return NotFound(where + ": tensor " + spec.name + " is missing");
     const std::string file = ckpt.file(t->file).Name();
     const DType d = t->info.dtype;
+    const bool quantized = !spec.integer && spec.shape.size() >= 2 && (d == DType::kI8 || d == DType::kU8);
+    if (quantized) {
+      G4_ASSIGN_OR_RETURN(WeightPlan::Item item, PlanQuantized(ckpt, spec, t));
+      plan.items.push_back(item);
+      continue;
+    }
     if (spec.integer ? d != DType::kI64 : (d != DType::kF32 && d != DType::kF16 && d != DType::kBF16)) {
       return InvalidArgument(file + ": tensor " + spec.name + " has dtype " + DTypeName(d) + "; expected " +
                              (spec.integer ? "I64" : "F32, F16 or BF16"));
@@ -114,16 +154,20 @@ Status LoadPlan(const Checkpoint& ckpt, const WeightPlan& plan, Backend& backend
   std::map<std::string, uint64_t> by_dtype;
   for (const WeightPlan::Item& p : plan.items) {
     const Reader& file = ckpt.file(p.tensor->file);
-    auto buf = backend.LoadWeights(file, p.tensor->info.offset, p.tensor->info.bytes);
+    const auto& s = p.spec->shape;
+    uint64_t elements = 1;
+    for (int64_t d : s) elements *= static_cast<uint64_t>(d);
+    auto buf = p.scales ? backend.LoadQuantizedWeights(p.quant, elements, file, p.tensor->info.offset,
+                                                       ckpt.file(p.scales->file), p.scales->info.offset)
+                        : backend.LoadWeights(file, p.tensor->info.offset, p.tensor->info.bytes);
     if (!buf.ok()) return buf.status().WithContext(file.Name() + ": tensor " + p.spec->name);
     Weight& w = *p.spec->slot;
     w.buffer = buf->get();
-    w.dtype = p.tensor->info.dtype;
-    const auto& s = p.spec->shape;
+    w.dtype = p.scales ? p.quant : p.tensor->info.dtype;
     w.count = s.size() == 3 ? s[0] : 1;
     w.rows = s.size() >= 2 ? s[s.size() - 2] : 1;
     w.cols = s.back();
-    by_dtype[DTypeName(w.dtype)] += p.tensor->info.bytes;
+    by_dtype[DTypeName(w.dtype)] += p.tensor->info.bytes + (p.scales ? p.scales->info.bytes : 0);
     loaded.push_back(std::move(buf).value());
   }
   for (auto& b : loaded) buffers->push_back(std::move(b));
@@ -162,7 +206,10 @@ Status LoadWeights(const ModelConfig& config, const Checkpoint& ckpt, Backend& b
   G4_RETURN_IF_ERROR(ReadLayerScalars(ckpt, prefix, config.num_layers, &staged.layer_scalars));
 
   std::set<std::string> used;
-  for (const WeightSpec& s : specs) used.insert(s.name);
+  for (const WeightPlan::Item& item : plan.items) {
+    used.insert(item.tensor->info.name);
+    if (item.scales) used.insert(item.scales->info.name);
+  }
   report->used_tensors = static_cast<int>(used.size());
   report->skipped_tensors = 0;
   report->unused_tensors.clear();

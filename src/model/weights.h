@@ -76,17 +76,25 @@ struct LoadReport {
 
 // The tensors of a checkpoint checked against specs whose names are complete: present, shape
 // and dtype right (their byte ranges were checked with the header). Nothing is allocated.
+// A matrix may be stored quantized (an exported artifact): NAME as I8 (q8, the spec's shape) or
+// U8 (q4, two values a byte: the last dimension halved) with NAME_scale, F16, one per group of 32.
 struct WeightPlan {
   struct Item {
     const WeightSpec* spec;
     const CheckpointTensor* tensor;
+    const CheckpointTensor* scales = nullptr;  // quantized: the float16 scales
+    DType quant = DType::kF32;                 // quantized: kQ8 or kQ4
   };
   std::vector<Item> items;
 };
 Result<WeightPlan> PlanWeights(const Checkpoint& ckpt, const std::vector<WeightSpec>& specs);
+// The name of the scales of a quantized tensor.
+inline std::string ScaleTensorName(const std::string& name) { return name + "_scale"; }
 // Loads a plan through the backend into the specs' slots; on error nothing stays allocated.
 Status LoadPlan(const Checkpoint& ckpt, const WeightPlan& plan, Backend& backend,
                 std::vector<std::unique_ptr<Buffer>>* buffers, std::map<std::string, uint64_t>* bytes_by_dtype);
+// A tensor of another tower (vision, audio) that text generation never reads.
+bool IsOtherTower(const std::string& name);
 // The text model's tensor prefix: "model.language_model." (container), "model." or "".
 Result<std::string> DetectPrefix(const Checkpoint& ckpt);
 // Reads layer_scalar values to the host.

@@ -16,6 +16,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/kernels.h"
+#include "base/quant.h"
 
 namespace g4 {
 namespace {
@@ -40,7 +41,7 @@ class CpuBuffer final : public Buffer {
 inline const uint8_t* Raw(const Buffer* b) { return static_cast<const CpuBuffer*>(b)->data(); }
 inline float* Ptr(F32 t) { return reinterpret_cast<float*>(static_cast<CpuBuffer*>(t.buffer)->data()) + t.offset; }
 inline const void* WeightData(const Weight& w, int64_t index = 0) {
-  return Raw(w.buffer) + static_cast<size_t>(index * w.rows * w.cols) * DTypeSize(w.dtype);
+  return Raw(w.buffer) + StoredBytes(w.dtype, static_cast<uint64_t>(index * w.rows * w.cols));
 }
 
 // Best of several passes of all threads summing a buffer much larger than the caches, in GB/s.
@@ -103,6 +104,30 @@ class CpuBackend final : public Backend {
     return std::unique_ptr<Buffer>(std::move(b));
   }
 
+  // Blocks of a float16 scale and the group's values (base/dtype.h), assembled in stages.
+  Result<std::unique_ptr<Buffer>> LoadQuantizedWeights(DType type, uint64_t elements, const Reader& values,
+                                                       uint64_t values_offset, const Reader& scales,
+                                                       uint64_t scales_offset) override {
+    G4_RETURN_IF_ERROR(CheckQuantizedSource(type, elements, values, values_offset, scales, scales_offset));
+    auto b = std::make_unique<CpuBuffer>(StoredBytes(type, elements));
+    if (!b->data()) return ResourceExhausted("cpu: cannot allocate " + std::to_string(b->bytes()) + " bytes of weights");
+    const uint64_t groups = elements / kQuantGroup, group_bytes = QuantValueBytes(type, kQuantGroup);
+    const uint64_t block = StoredBytes(type, kQuantGroup);
+    constexpr uint64_t kStage = 8192;  // groups per read
+    std::vector<uint8_t> v(kStage * group_bytes), sc(kStage * 2);
+    for (uint64_t g0 = 0; g0 < groups; g0 += kStage) {
+      const uint64_t n = std::min(kStage, groups - g0);
+      G4_RETURN_IF_ERROR(values.Read(values_offset + g0 * group_bytes, n * group_bytes, v.data()));
+      G4_RETURN_IF_ERROR(scales.Read(scales_offset + g0 * 2, n * 2, sc.data()));
+      for (uint64_t g = 0; g < n; ++g) {
+        uint8_t* dst = b->data() + (g0 + g) * block;
+        std::memcpy(dst, sc.data() + g * 2, 2);
+        std::memcpy(dst + 2, v.data() + g * group_bytes, group_bytes);
+      }
+    }
+    return std::unique_ptr<Buffer>(std::move(b));
+  }
+
   Status Upload(Buffer& dst, size_t offset, const void* src, size_t bytes) override {
     if (offset > dst.bytes() || bytes > dst.bytes() - offset) return OutOfRange("cpu: upload past the buffer");
     std::memcpy(static_cast<CpuBuffer&>(dst).data() + offset, src, bytes);
@@ -120,7 +145,7 @@ class CpuBackend final : public Backend {
     const int64_t cols = table.cols;
     for (size_t r = 0; r < ids.size(); ++r) {
       const void* row = static_cast<const uint8_t*>(WeightData(table)) +
-                        static_cast<size_t>(ids[r]) * cols * DTypeSize(table.dtype);
+                        StoredBytes(table.dtype, static_cast<uint64_t>(ids[r]) * cols);
       for (int64_t c = 0; c < cols; ++c) o[r * cols + c] = cpu::LoadElement(row, table.dtype, c) * scale;
     }
   }
@@ -253,7 +278,7 @@ class CpuBackend final : public Backend {
   void GatherMatVec(F32 out, F32 in, const Weight& w, std::span<const int32_t> rows) override {
     const float* x = Ptr(in);
     float* o = Ptr(out);
-    const size_t row_bytes = static_cast<size_t>(w.cols) * DTypeSize(w.dtype);
+    const size_t row_bytes = StoredBytes(w.dtype, static_cast<uint64_t>(w.cols));
     const auto* base = static_cast<const uint8_t*>(WeightData(w));
 #pragma omp parallel for schedule(static) if (rows.size() * w.cols > 65536)
     for (size_t j = 0; j < rows.size(); ++j) o[j] = cpu::Dot(x, base + rows[j] * row_bytes, w.dtype, w.cols);
@@ -339,7 +364,7 @@ class CpuBackend final : public Backend {
       }
       float mx = -std::numeric_limits<float>::infinity();
       for (int e = 0; e < s.experts; ++e) {
-        const void* we = static_cast<const uint8_t*>(WeightData(proj)) + static_cast<size_t>(e) * s.hidden * DTypeSize(proj.dtype);
+        const void* we = static_cast<const uint8_t*>(WeightData(proj)) + StoredBytes(proj.dtype, static_cast<uint64_t>(e) * s.hidden);
         probs[e] = cpu::Dot(r.data(), we, proj.dtype, s.hidden);
         mx = std::max(mx, probs[e]);
       }

@@ -1,6 +1,9 @@
 #include "backend/cpu/kernels.h"
 
 #include <cmath>
+#include <cstring>
+
+#include "base/quant.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -10,11 +13,25 @@
 namespace g4::cpu {
 namespace {
 
+// A block of a quantized row: its float16 scale, then the group's stored values.
+inline const uint8_t* Block(const void* w, DType t, int64_t i) {
+  return static_cast<const uint8_t*>(w) + (i / kQuantGroup) * (t == DType::kQ8 ? 34 : 18);
+}
+inline uint16_t BlockScale(const uint8_t* b) { return static_cast<uint16_t>(b[0] | (b[1] << 8)); }
+
 inline float ScalarElement(const void* w, DType t, int64_t i) {
   switch (t) {
     case DType::kF32: return static_cast<const float*>(w)[i];
     case DType::kBF16: return Bf16ToF32(static_cast<const uint16_t*>(w)[i]);
     case DType::kF16: return F16ToF32(static_cast<const uint16_t*>(w)[i]);
+    case DType::kQ8: {
+      const uint8_t* b = Block(w, t, i);
+      return DequantQ8(reinterpret_cast<const int8_t*>(b + 2), BlockScale(b), static_cast<int>(i % kQuantGroup));
+    }
+    case DType::kQ4: {
+      const uint8_t* b = Block(w, t, i);
+      return DequantQ4(b + 2, BlockScale(b), static_cast<int>(i % kQuantGroup));
+    }
     default: return 0.0f;
   }
 }
@@ -33,6 +50,21 @@ inline __m256 Load8(const void* w, DType t, int64_t i) {
     }
 #endif
     case DType::kF32: return _mm256_loadu_ps(static_cast<const float*>(w) + i);
+    case DType::kQ8: {  // i is a multiple of 8: eight values of one block
+      const uint8_t* b = Block(w, t, i);
+      __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + i % kQuantGroup));
+      return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), _mm256_set1_ps(F16ToF32(BlockScale(b))));
+    }
+    case DType::kQ4: {
+      const uint8_t* b = Block(w, t, i);
+      int32_t word;
+      std::memcpy(&word, b + 2 + (i % kQuantGroup) / 2, 4);
+      const __m128i bytes = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(word));
+      const __m128i lo = _mm_and_si128(bytes, _mm_set1_epi32(15)), hi = _mm_srli_epi32(bytes, 4);
+      const __m256i q = _mm256_set_m128i(_mm_unpackhi_epi32(lo, hi), _mm_unpacklo_epi32(lo, hi));
+      const __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(q, _mm256_set1_epi32(8)));
+      return _mm256_mul_ps(v, _mm256_set1_ps(F16ToF32(BlockScale(b))));
+    }
     default: {
       alignas(32) float tmp[8];
       for (int k = 0; k < 8; ++k) tmp[k] = ScalarElement(w, t, i + k);
@@ -111,7 +143,7 @@ void Dot4(const float* x, size_t xs, const void* w, DType t, int64_t n, float* o
 
 void MatMul(const float* x, int rows, size_t xs, const void* w, DType t, int64_t out_features, int64_t in_features,
             float* out, size_t os) {
-  const size_t row_bytes = static_cast<size_t>(in_features) * DTypeSize(t);
+  const size_t row_bytes = StoredBytes(t, static_cast<uint64_t>(in_features));
   constexpr int kRowBlock = 32;  // input rows kept hot in cache while a block of weights streams by
   for (int r0 = 0; r0 < rows; r0 += kRowBlock) {
     const int r1 = rows < r0 + kRowBlock ? rows : r0 + kRowBlock;

@@ -12,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "backend/webgpu/gpu_imports.h"
+#include "base/quant.h"
 
 namespace g4 {
 
@@ -81,9 +82,31 @@ const char* KernelFile(Kernel k) {
   return "";
 }
 
+// Quantized weights on the GPU: superblocks of 64 values (two groups of 32), each a word of the
+// two float16 scales, then the values: 16 words of four int8 (q8) or 8 words of eight int4
+// offset by 8 (q4), lowest element in the lowest bits. Every word is aligned, and a superblock
+// never straddles two bindings.
+constexpr uint64_t kSuperblock = 64;
+uint64_t SuperblockWords(DType t) { return t == DType::kQ8 ? 17 : 9; }
+// Elements per chunk of a split weight.
+uint64_t ChunkElements(DType t, uint64_t chunk_bytes) {
+  return IsQuantized(t) ? chunk_bytes / (4 * SuperblockWords(t)) * kSuperblock : chunk_bytes / DTypeSize(t);
+}
+
+// Element i of a quantized weight: the scale of its group and the word holding it.
+std::string QuantPrefix(const std::string& w, int dtype) {
+  const std::string words = std::to_string(SuperblockWords(static_cast<DType>(dtype)));
+  const std::string per_word = dtype == static_cast<int>(DType::kQ8) ? "2u" : "3u";  // log2 values per word
+  return "let b = (i >> 6u) * " + words + "u; let s = unpack2x16float(" + w + "[b])[(i >> 5u) & 1u]; " +
+         "let v = bitcast<i32>(" + w + "[b + 1u + ((i & 63u) >> " + per_word + ")]); ";
+}
+
 std::string LoadSnippet(int slot, int dtype) {  // dtype: -1 none, else DType
   const std::string w = "W" + std::to_string(slot);
   switch (dtype) {
+    case static_cast<int>(DType::kQ8): return QuantPrefix(w, dtype) + "return f32(extractBits(v, (i & 3u) * 8u, 8u)) * s;";
+    case static_cast<int>(DType::kQ4):
+      return QuantPrefix(w, dtype) + "return (f32(extractBits(v, (i & 7u) * 4u, 4u)) - 8.0) * s;";
     case static_cast<int>(DType::kF32): return "return bitcast<f32>(" + w + "[i]);";
     case static_cast<int>(DType::kBF16):
       return "let v = " + w + "[i >> 1u]; if ((i & 1u) == 0u) { return bitcast<f32>(v << 16u); } "
@@ -96,6 +119,13 @@ std::string LoadSnippet(int slot, int dtype) {  // dtype: -1 none, else DType
 std::string PairSnippet(int slot, int dtype) {  // elements 2j, 2j + 1
   const std::string w = "W" + std::to_string(slot);
   switch (dtype) {
+    case static_cast<int>(DType::kQ8):
+      return "let i = 2u * j; " + QuantPrefix(w, dtype) +
+             "let sh = (i & 3u) * 8u; return vec2<f32>(f32(extractBits(v, sh, 8u)), f32(extractBits(v, sh + 8u, 8u))) * s;";
+    case static_cast<int>(DType::kQ4):
+      return "let i = 2u * j; " + QuantPrefix(w, dtype) +
+             "let sh = (i & 7u) * 4u; "
+             "return (vec2<f32>(f32(extractBits(v, sh, 4u)), f32(extractBits(v, sh + 4u, 4u))) - 8.0) * s;";
     case static_cast<int>(DType::kF32):
       return "return vec2<f32>(bitcast<f32>(" + w + "[2u * j]), bitcast<f32>(" + w + "[2u * j + 1u]));";
     case static_cast<int>(DType::kBF16):
@@ -193,6 +223,51 @@ class WebGpuBackend final : public Backend {
       std::memset(staging_.data() + n, 0, n4 - n);
       g4_gpu_write_buffer(ids[chunk], static_cast<double>(in_chunk), staging_.data(), static_cast<uint32_t>(n4));
       at += n;
+    }
+    return std::unique_ptr<Buffer>(std::move(buf));
+  }
+
+  // Superblocks (see kSuperblock) assembled in a staging block and written chunk by chunk.
+  Result<std::unique_ptr<Buffer>> LoadQuantizedWeights(DType type, uint64_t elements, const Reader& values,
+                                                       uint64_t values_offset, const Reader& scales,
+                                                       uint64_t scales_offset) override {
+    G4_RETURN_IF_ERROR(CheckQuantizedSource(type, elements, values, values_offset, scales, scales_offset));
+    const uint64_t sb_bytes = 4 * SuperblockWords(type);
+    const uint64_t blocks = (elements + kSuperblock - 1) / kSuperblock, total = blocks * sb_bytes;
+    const uint64_t per_chunk = weight_binding_limit_ / sb_bytes;  // superblocks per binding
+    if (blocks > 3 * per_chunk) {
+      return Unimplemented("webgpu: a quantized weight of " + std::to_string(total) + " bytes is more than three bindings of " +
+                           std::to_string(per_chunk * sb_bytes) + " bytes");
+    }
+    std::vector<uint32_t> ids;
+    for (uint64_t b = 0; b < blocks; b += per_chunk) {
+      const uint32_t id = g4_gpu_create_buffer(static_cast<double>(std::min(per_chunk, blocks - b) * sb_bytes), 1);
+      if (!id) {
+        for (uint32_t done : ids) g4_gpu_destroy_buffer(done);
+        return ResourceExhausted("webgpu: cannot allocate " + std::to_string(total) + " bytes of quantized weights");
+      }
+      ids.push_back(id);
+    }
+    auto buf = std::make_unique<WeightBuffer>(total, ids, per_chunk * sb_bytes);
+    const uint64_t group_bytes = QuantValueBytes(type, kQuantGroup), groups = elements / kQuantGroup;
+    constexpr uint64_t kStageBlocks = 32768;
+    std::vector<uint8_t> v(kStageBlocks * 2 * group_bytes), sc(kStageBlocks * 4);
+    staging_.resize(kStageBlocks * sb_bytes);
+    for (uint64_t b0 = 0; b0 < blocks;) {
+      const uint64_t n = std::min({kStageBlocks, blocks - b0, per_chunk - b0 % per_chunk});
+      const uint64_t g0 = 2 * b0, ng = std::min(2 * n, groups - g0);
+      std::fill(v.begin(), v.end(), 0);
+      std::fill(sc.begin(), sc.end(), 0);
+      G4_RETURN_IF_ERROR(values.Read(values_offset + g0 * group_bytes, ng * group_bytes, v.data()));
+      G4_RETURN_IF_ERROR(scales.Read(scales_offset + g0 * 2, ng * 2, sc.data()));
+      for (uint64_t k = 0; k < n; ++k) {
+        uint8_t* dst = staging_.data() + k * sb_bytes;
+        std::memcpy(dst, sc.data() + 4 * k, 4);
+        std::memcpy(dst + 4, v.data() + 2 * k * group_bytes, 2 * group_bytes);
+      }
+      g4_gpu_write_buffer(ids[b0 / per_chunk], static_cast<double>(b0 % per_chunk * sb_bytes), staging_.data(),
+                          static_cast<uint32_t>(n * sb_bytes));
+      b0 += n;
     }
     return std::unique_ptr<Buffer>(std::move(buf));
   }
@@ -476,7 +551,7 @@ class WebGpuBackend final : public Backend {
     std::vector<uint32_t> p = params;
     if (split) {
       p.resize(16, 0);
-      p[15] = static_cast<uint32_t>(wb(0)->chunk_bytes() / (DTypeSize(ws[0]->dtype)));
+      p[15] = static_cast<uint32_t>(ChunkElements(ws[0]->dtype, wb(0)->chunk_bytes()));
     }
     cmds_.push_back(static_cast<uint32_t>(p.size()));
     cmds_.insert(cmds_.end(), p.begin(), p.end());

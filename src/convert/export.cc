@@ -1,0 +1,261 @@
+#include "convert/export.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "base/quant.h"
+#include "io/checkpoint.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace g4 {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Files copied beside the weights when the source has them.
+const char* kSideFiles[] = {"config.json",           "generation_config.json", "tokenizer.json",
+                            "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja",
+                            "chat_template.json",    "tokenizer.model"};
+
+bool IsFloat(DType d) { return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16; }
+
+// Elements [first, first + n) of a stored float tensor, as float32.
+Status ReadFloats(const Reader& r, const TensorInfo& t, uint64_t first, uint64_t n, std::vector<uint8_t>& raw,
+                  float* out) {
+  const size_t size = DTypeSize(t.dtype);
+  raw.resize(n * size);
+  G4_RETURN_IF_ERROR(r.Read(t.offset + first * size, n * size, raw.data()));
+  for (uint64_t i = 0; i < n; ++i) {
+    uint16_t h = 0;
+    if (size == 2) std::memcpy(&h, raw.data() + 2 * i, 2);
+    switch (t.dtype) {
+      case DType::kF32: std::memcpy(out + i, raw.data() + 4 * i, 4); break;
+      case DType::kBF16: out[i] = Bf16ToF32(h); break;
+      default: out[i] = F16ToF32(h); break;
+    }
+  }
+  return Status::Ok();
+}
+
+// One matrix quantized group by group as its values are written; the scales found on the way
+// are kept for the scales tensor written right after.
+class Quantizer {
+ public:
+  Quantizer(const Reader& r, const TensorInfo& t, DType type) : r_(r), t_(t), type_(type) {
+    uint64_t n = 1;
+    for (int64_t d : t.shape) n *= static_cast<uint64_t>(d);
+    groups_ = n / kQuantGroup;
+  }
+  Status FillValues(uint64_t offset, uint8_t* dst, size_t n) {
+    const uint64_t gb = QuantValueBytes(type_, kQuantGroup);
+    const uint64_t g0 = offset / gb, g1 = std::min(groups_, (offset + n + gb - 1) / gb);
+    if (scales_.empty()) scales_.resize(groups_);
+    std::vector<float> x((g1 - g0) * kQuantGroup);
+    G4_RETURN_IF_ERROR(ReadFloats(r_, t_, g0 * kQuantGroup, x.size(), raw_, x.data()));
+    std::vector<uint8_t> q((g1 - g0) * gb);
+#pragma omp parallel for schedule(static)
+    for (int64_t g = 0; g < static_cast<int64_t>(g1 - g0); ++g) {
+      const float* xg = x.data() + g * kQuantGroup;
+      if (type_ == DType::kQ8) {
+        QuantizeGroupQ8(xg, reinterpret_cast<int8_t*>(q.data() + g * gb), &scales_[g0 + g]);
+      } else {
+        QuantizeGroupQ4(xg, q.data() + g * gb, &scales_[g0 + g]);
+      }
+    }
+    std::memcpy(dst, q.data() + (offset - g0 * gb), n);
+    return Status::Ok();
+  }
+  Status FillScales(uint64_t offset, uint8_t* dst, size_t n) {
+    if (scales_.size() != groups_) return Internal(t_.name + ": scales written before their values");
+    std::memcpy(dst, reinterpret_cast<const uint8_t*>(scales_.data()) + offset, n);
+    if (offset + n == groups_ * 2) std::vector<uint16_t>().swap(scales_);
+    return Status::Ok();
+  }
+
+ private:
+  const Reader& r_;
+  TensorInfo t_;
+  DType type_;
+  uint64_t groups_ = 0;
+  std::vector<uint16_t> scales_;
+  std::vector<uint8_t> raw_;
+};
+
+Status CopyFile(const std::string& from, const std::string& to) {
+  G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(from));
+  FILE* f = std::fopen(to.c_str(), "wb");
+  if (!f) return NotFound(to + ": cannot create");
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  return (std::fclose(f) == 0 && ok) ? Status::Ok() : DataLoss(to + ": write failed");
+}
+
+Result<ExportedModel> ExportOne(const std::string& src, QuantScheme scheme, const std::string& out) {
+  G4_ASSIGN_OR_RETURN(std::string config_text, ReadTextFile(JoinPath(src, "config.json")));
+  G4_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> ckpt, Checkpoint::Open(src));
+  ExportedModel result;
+  result.dir = out;
+  std::vector<TensorToWrite> tensors;
+  std::vector<std::unique_ptr<Quantizer>> quantizers;
+  const DType qtype = scheme == QuantScheme::kQ8 ? DType::kQ8 : DType::kQ4;
+  for (const auto& [name, ct] : ckpt->tensors()) {
+    const TensorInfo& t = ct.info;
+    const Reader& r = ckpt->file(ct.file);
+    if (IsOtherTower(name)) {
+      result.skipped++;
+      continue;
+    }
+    if ((t.dtype == DType::kI8 || t.dtype == DType::kU8) && ckpt->Find(ScaleTensorName(name))) {
+      return InvalidArgument(r.Name() + ": tensor " + name + " is already quantized; export from the original checkpoint");
+    }
+    const bool matrix = IsFloat(t.dtype) && t.shape.size() >= 2;
+    if (matrix && scheme != QuantScheme::kBf16 && t.shape.back() % kQuantGroup == 0) {
+      if (ckpt->Find(ScaleTensorName(name))) {
+        return InvalidArgument(r.Name() + ": tensor " + ScaleTensorName(name) + " exists, so the scales of " + name +
+                               " cannot take that name");
+      }
+      auto qz = std::make_unique<Quantizer>(r, t, qtype);
+      Quantizer* raw = qz.get();
+      quantizers.push_back(std::move(qz));
+      std::vector<int64_t> values = t.shape, scales = t.shape;
+      if (qtype == DType::kQ4) values.back() /= 2;
+      scales.back() /= kQuantGroup;
+      TensorToWrite v{name, qtype == DType::kQ8 ? DType::kI8 : DType::kU8, values, nullptr,
+                      [raw](uint64_t o, uint8_t* d, size_t n) { return raw->FillValues(o, d, n); }};
+      TensorToWrite s{ScaleTensorName(name), DType::kF16, scales, nullptr,
+                      [raw](uint64_t o, uint8_t* d, size_t n) { return raw->FillScales(o, d, n); }};
+      tensors.push_back(std::move(v));
+      tensors.push_back(std::move(s));
+      result.quantized++;
+    } else if (matrix && scheme == QuantScheme::kBf16 && t.dtype != DType::kBF16) {
+      TensorToWrite c{name, DType::kBF16, t.shape, nullptr,
+                      [&r, t, raw = std::vector<uint8_t>(), x = std::vector<float>()](uint64_t o, uint8_t* d,
+                                                                                       size_t n) mutable -> Status {
+                        x.resize(n / 2);
+                        G4_RETURN_IF_ERROR(ReadFloats(r, t, o / 2, n / 2, raw, x.data()));
+                        for (size_t i = 0; i < n / 2; ++i) {
+                          const uint16_t h = F32ToBf16(x[i]);
+                          std::memcpy(d + 2 * i, &h, 2);
+                        }
+                        return Status::Ok();
+                      }};
+      tensors.push_back(std::move(c));
+      result.quantized++;
+    } else {
+      TensorToWrite c{name, t.dtype, t.shape, nullptr,
+                      [&r, off = t.offset](uint64_t o, uint8_t* d, size_t n) { return r.Read(off + o, n, d); }};
+      tensors.push_back(std::move(c));
+      if (matrix && scheme == QuantScheme::kBf16) {
+        result.quantized++;
+      } else {
+        result.kept++;
+      }
+    }
+  }
+  nlohmann::json sources = nlohmann::json::object();
+  std::vector<std::string> files = {JoinPath(src, "config.json")};
+  for (size_t i = 0; i < ckpt->num_files(); ++i) files.push_back(ckpt->file(static_cast<int>(i)).Name());
+  if (FileExists(JoinPath(src, "model.safetensors.index.json"))) files.push_back(JoinPath(src, "model.safetensors.index.json"));
+  for (const std::string& f : files) {
+    G4_ASSIGN_OR_RETURN(std::string digest, Sha256File(f));
+    sources[fs::path(f).filename().string()] = digest;
+  }
+  std::map<std::string, std::string> metadata = {
+      {"format", "pt"},
+      {"gemma4.artifact_version", "1"},
+      {"gemma4.quant", QuantSchemeName(scheme)},
+      {"gemma4.quant_group_size", std::to_string(kQuantGroup)},
+      {"gemma4.quant_layout",
+       "NAME: I8 [..., n] (q8) or U8 [..., n/2] (q4: two values a byte, the even element in the low nibble, stored "
+       "as q + 8); NAME_scale: F16 [..., n/32]; value = q * scale for each group of 32 along the last dimension"},
+      {"gemma4.source_config", config_text},
+      {"gemma4.source_sha256", sources.dump()},
+  };
+  const std::string path = JoinPath(out, "model.safetensors");
+  G4_RETURN_IF_ERROR(WriteSafetensors(path, tensors, metadata));
+  std::error_code ec;
+  result.bytes = fs::file_size(path, ec);
+  for (const char* name : kSideFiles) {
+    if (FileExists(JoinPath(src, name))) G4_RETURN_IF_ERROR(CopyFile(JoinPath(src, name), JoinPath(out, name)));
+  }
+  return result;
+}
+
+}  // namespace
+
+Result<QuantScheme> ParseQuantScheme(const std::string& s) {
+  if (s == "bf16") return QuantScheme::kBf16;
+  if (s == "q8") return QuantScheme::kQ8;
+  if (s == "q4") return QuantScheme::kQ4;
+  return InvalidArgument("--quant: '" + s + "' is not one of q8, q4, bf16");
+}
+
+const char* QuantSchemeName(QuantScheme s) {
+  switch (s) {
+    case QuantScheme::kBf16: return "bf16";
+    case QuantScheme::kQ8: return "q8";
+    case QuantScheme::kQ4: return "q4";
+  }
+  return "?";
+}
+
+Result<std::string> Sha256File(const std::string& path) {
+  G4_ASSIGN_OR_RETURN(std::unique_ptr<Reader> r, OpenFileReader(path));
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) return Internal("sha256: cannot start");
+  std::vector<uint8_t> buf(8u << 20);
+  for (uint64_t at = 0; at < r->Size();) {
+    const uint64_t n = std::min<uint64_t>(buf.size(), r->Size() - at);
+    G4_RETURN_IF_ERROR(r->Read(at, n, buf.data()));
+    EVP_DigestUpdate(ctx.get(), buf.data(), n);
+    at += n;
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), digest, &len);
+  static const char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned i = 0; i < len; ++i) {
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 15];
+  }
+  return hex;
+}
+
+Result<std::vector<ExportedModel>> ExportArtifacts(const std::string& model_dir, const std::string& assistant_dir,
+                                                   QuantScheme scheme, const std::string& out_dir) {
+  std::error_code ec;
+  if (fs::exists(out_dir, ec)) return FailedPrecondition(out_dir + ": already exists; export writes a new folder");
+  // Everything is written into a sibling folder, renamed into place at the end.
+  const std::string partial = out_dir + ".partial";
+  fs::remove_all(partial, ec);
+  auto fail = [&](const Status& s) -> Status {
+    fs::remove_all(partial, ec);
+    return s;
+  };
+  if (!fs::create_directories(partial, ec)) return NotFound(partial + ": cannot create (" + ec.message() + ")");
+  std::vector<ExportedModel> done;
+  auto target = ExportOne(model_dir, scheme, partial);
+  if (!target.ok()) return fail(target.status());
+  done.push_back(std::move(target).value());
+  if (!assistant_dir.empty()) {
+    const std::string sub = JoinPath(partial, "assistant");
+    fs::create_directories(sub, ec);
+    auto as = ExportOne(assistant_dir, scheme, sub);
+    if (!as.ok()) return fail(as.status());
+    done.push_back(std::move(as).value());
+  }
+  fs::rename(partial, out_dir, ec);
+  if (ec) return fail(DataLoss(out_dir + ": cannot move the export into place (" + ec.message() + ")"));
+  done[0].dir = out_dir;
+  if (done.size() > 1) done[1].dir = JoinPath(out_dir, "assistant");
+  return done;
+}
+
+}  // namespace g4
