@@ -46,6 +46,20 @@ struct Side {
     owned.push_back(std::move(b).value());
     return Weight{owned.back().get(), dt, count, rows, cols};
   }
+  // Float values quantized as `type` (kQ8, kQ4): the same stored bytes on both backends.
+  Weight MakeQuantized(const std::vector<float>& v, int64_t count, int64_t rows, int64_t cols, DType type) {
+    const test::Quantized q = test::Quantize(v, type);
+    readers.push_back(MakeMemoryReader(q.values, "values"));
+    const Reader& values = *readers.back();
+    readers.push_back(MakeMemoryReader(q.scales, "scales"));
+    auto b = be->LoadQuantizedWeights(type, v.size(), values, 0, *readers.back(), 0);
+    if (!b.ok()) {
+      std::fprintf(stderr, "%s\n", b.status().message().c_str());
+      std::abort();
+    }
+    owned.push_back(std::move(b).value());
+    return Weight{owned.back().get(), type, count, rows, cols};
+  }
   std::vector<float> Read(F32 t, size_t n) {
     std::vector<float> out(n);
     if (!be->Download(*t.buffer, t.offset * 4, out.data(), n * 4).ok()) std::abort();
@@ -64,7 +78,7 @@ void Check(const std::string& name, const std::vector<float>& got, const std::ve
   const double nmse = den > 0 ? num / den : num;
   const bool ok = nmse <= bound && got.size() == want.size();
   if (!ok) ++failures;
-  std::printf("{\"op\": \"%s\", \"nmse\": %.3g, \"bound\": %.3g, \"ok\": %s}\n", name.c_str(), nmse, bound, ok ? "true" : "false");
+  std::printf("{\"op\": \"%s\", \"nmse\": %.3g, \"bound\": %.3g, \"norm\": %.3g, \"ok\": %s}\n", name.c_str(), nmse, bound, den, ok ? "true" : "false");
 }
 
 // Runs `body` on both backends with the same random draws; compares what it returns.
@@ -107,6 +121,83 @@ void RunSplit(Backend& gpu, Backend& cpu) {
       a.insert(a.end(), c.begin(), c.end());
       a.insert(a.end(), e.begin(), e.end());
       return a;
+    });
+  }
+}
+
+// Quantized weights over three bindings of 1 KiB: 15 (q8) or 28 (q4) superblocks of 64 each.
+void RunSplitQuantized(Backend& gpu, Backend& cpu) {
+  for (DType dt : {DType::kQ8, DType::kQ4}) {
+    const int outs = 61, cols = dt == DType::kQ8 ? 32 : 64;
+    for (int rows : {3, 9}) {
+      Case(std::string("split_matmul_") + DTypeName(dt) + "_" + std::to_string(rows), gpu, cpu, 1e-10, [&](Side& s) {
+        Weight w = s.MakeQuantized(Random(outs * cols), 1, outs, cols, dt);
+        F32 x = s.Floats(Random(rows * cols)), y = s.Floats(std::vector<float>(rows * outs));
+        s.be->MatMul(y, x, w, rows);
+        return s.Read(y, rows * outs);
+      });
+    }
+    Case(std::string("split_embed_gather_") + DTypeName(dt), gpu, cpu, 1e-10, [&](Side& s) {
+      Weight t = s.MakeQuantized(Random(outs * cols), 1, outs, cols, dt);
+      F32 fids = s.Floats({0.0f, static_cast<float>(outs - 1), static_cast<float>(outs / 2), 3.0f});
+      F32 out = s.Floats(std::vector<float>(4 * cols)), x = s.Floats(Random(cols)), y = s.Floats(std::vector<float>(4));
+      s.be->EmbedIds(out, t, fids, 4, 0.5f);
+      s.be->GatherMatVecIds(y, x, t, fids, 4);
+      auto a = s.Read(out, 4 * cols), b = s.Read(y, 4);
+      a.insert(a.end(), b.begin(), b.end());
+      return a;
+    });
+  }
+}
+
+// q8 and q4 weights (rows of whole groups of 32, some ending mid-superblock) in every kernel
+// that reads matrices.
+void RunQuantized(Backend& gpu, Backend& cpu) {
+  for (DType dt : {DType::kQ8, DType::kQ4}) {
+    const std::string q = DTypeName(dt);
+    for (auto [rows, outs, ins] : {std::tuple{1, 5, 32}, {2, 19, 96}, {3, 33, 64}, {4, 65, 160}, {5, 70, 96},
+                                   {8, 11, 256}, {9, 40, 64}, {70, 130, 96}}) {
+      Case("matmul_" + q + "_" + std::to_string(rows) + "x" + std::to_string(outs) + "x" + std::to_string(ins), gpu, cpu,
+           1e-10, [&](Side& s) {
+             Weight w = s.MakeQuantized(Random(outs * ins), 1, outs, ins, dt);
+             F32 x = s.Floats(Random(rows * ins)), y = s.Floats(std::vector<float>(rows * outs));
+             s.be->MatMul(y, x, w, rows);
+             return s.Read(y, rows * outs);
+           });
+    }
+    Case("embed_gather_" + q, gpu, cpu, 1e-10, [&](Side& s) {
+      Weight t = s.MakeQuantized(Random(37 * 96), 1, 37, 96, dt);
+      const std::vector<int32_t> host = {0, 36, 5, 5, 17};
+      F32 ids = s.Floats({0, 36, 5, 5, 17}), x = s.Floats(Random(96));
+      F32 a = s.Floats(std::vector<float>(5 * 96)), b = s.Floats(std::vector<float>(5 * 96));
+      F32 c = s.Floats(std::vector<float>(5)), d = s.Floats(std::vector<float>(5));
+      s.be->Embed(a, t, host, 1.7f);
+      s.be->EmbedIds(b, t, ids, 5, 0.5f);
+      s.be->GatherMatVec(c, x, t, host);
+      s.be->GatherMatVecIds(d, x, t, ids, 5);
+      std::vector<float> r;
+      for (auto [f, n] : {std::pair{a, 5 * 96}, {b, 5 * 96}, {c, 5}, {d, 5}}) {
+        auto part = s.Read(f, n);
+        r.insert(r.end(), part.begin(), part.end());
+      }
+      return r;
+    });
+    Case("moe_route_and_experts_" + q, gpu, cpu, 1e-10, [&](Side& s) {
+      const int rows = 3, hid = 64, ne = 6, k = 2, width = 32;
+      F32 x = s.Floats(Random(rows * hid, 2.0f)), idx = s.Floats(std::vector<float>(rows * k)),
+          wts = s.Floats(std::vector<float>(rows * k)), out = s.Floats(std::vector<float>(rows * hid));
+      Weight scale = s.MakeWeight(Random(hid), 1, 1, hid, DType::kBF16);
+      Weight proj = s.MakeQuantized(Random(ne * hid), 1, ne, hid, dt);
+      Weight pes = s.MakeWeight(Random(ne), 1, 1, ne, DType::kF32);
+      Weight gu = s.MakeQuantized(Random(ne * 2 * width * hid, 0.3f), ne, 2 * width, hid, dt);
+      Weight down = s.MakeQuantized(Random(ne * hid * width, 0.3f), ne, hid, width, dt);
+      const MoeShape ms{rows, hid, ne, k, width};
+      s.be->MoeRoute(idx, wts, x, scale, proj, pes, ms, 1e-6f);
+      s.be->MoeExperts(out, x, gu, down, idx, wts, ms);
+      auto r = s.Read(idx, rows * k), w = s.Read(wts, rows * k), o = s.Read(out, rows * hid);
+      r.insert(r.end(), w.begin(), w.end());
+      r.insert(r.end(), o.begin(), o.end());
+      return r;
     });
   }
 }
@@ -288,12 +379,14 @@ extern "C" __attribute__((export_name("g4_main"))) int g4_main(int, char**) {
   }
   auto cpu = g4::MakeCpuBackend();
   g4::RunAll(**gpu, *cpu);
+  g4::RunQuantized(**gpu, *cpu);
   auto split = g4::MakeWebGpuBackend(16ull << 20, 1024);
   if (!split.ok()) {
     std::fprintf(stderr, "%s\n", split.status().message().c_str());
     return 1;
   }
   g4::RunSplit(**split, *cpu);
+  g4::RunSplitQuantized(**split, *cpu);
   std::printf("{\"failures\": %d}\n", g4::failures);
   return g4::failures ? 1 : 0;
 }

@@ -97,8 +97,10 @@ uint64_t ChunkElements(DType t, uint64_t chunk_bytes) {
 std::string QuantPrefix(const std::string& w, int dtype) {
   const std::string words = std::to_string(SuperblockWords(static_cast<DType>(dtype)));
   const std::string per_word = dtype == static_cast<int>(DType::kQ8) ? "2u" : "3u";  // log2 values per word
+  // q8 values are signed bytes (extractBits of an i32 sign-extends); q4 nibbles are unsigned.
+  const std::string word = w + "[b + 1u + ((i & 63u) >> " + per_word + ")]";
   return "let b = (i >> 6u) * " + words + "u; let s = unpack2x16float(" + w + "[b])[(i >> 5u) & 1u]; " +
-         "let v = bitcast<i32>(" + w + "[b + 1u + ((i & 63u) >> " + per_word + ")]); ";
+         "let v = " + (dtype == static_cast<int>(DType::kQ8) ? "bitcast<i32>(" + word + ")" : word) + "; ";
 }
 
 std::string LoadSnippet(int slot, int dtype) {  // dtype: -1 none, else DType

@@ -1,0 +1,47 @@
+// Quantized artifacts (made by the native `gemma4 export`) on WebGPU: the same greedy tokens and
+// speculative rounds as the native CPU backend on the same artifact, and logits within tolerance.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runJson, root } from './cli.mjs';
+
+const native = join(root, 'build', 'gemma4');
+const model = join(root, 'testdata', 'models', 'e2b_mini');
+const assistant = join(model, 'assistant_centroid');
+const prompt = '2,105,236,107,451,106,107,105,436,107';
+const TOLERANCE = 2e-3;
+
+function nativeJson(args) {
+  const lines = execFileSync(native, args, { encoding: 'utf8' }).trim().split('\n');
+  return JSON.parse(lines[lines.length - 1]);
+}
+
+for (const quant of ['q8', 'q4']) {
+  test(`${quant} artifact: webgpu equals the native CPU backend`, (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'g4-quant-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const art = join(dir, 'artifact');
+    execFileSync(native, ['export', '--model', model, '--assistant', assistant, '--quant', quant, '-o', art]);
+    const args = ['generate', '--model', art, '--prompt-ids', prompt, '--max-new-tokens', '20', '--top-logits', '3', '--json'];
+    const cpu = nativeJson(args);
+    const gpu = runJson([...args, '--backend', 'webgpu']);
+    assert.equal(gpu.stats.backend, 'webgpu');
+    assert.deepEqual(gpu.tokens, cpu.tokens);
+    for (let j = 0; j < cpu.top_logits.length; j++) {
+      for (let k = 0; k < cpu.top_logits[j].length; k++) {
+        assert.equal(gpu.top_logits[j][k][0], cpu.top_logits[j][k][0]);
+        assert.ok(Math.abs(gpu.top_logits[j][k][1] - cpu.top_logits[j][k][1]) <= TOLERANCE, `step ${j}`);
+      }
+    }
+    const spec = ['generate', '--model', art, '--assistant', join(art, 'assistant'), '--draft-tokens', '2',
+                  '--prompt-ids', prompt, '--max-new-tokens', '20', '--json'];
+    const cpuSpec = nativeJson(spec);
+    const gpuSpec = runJson([...spec, '--backend', 'webgpu']);
+    assert.deepEqual(cpuSpec.tokens, cpu.tokens);
+    assert.deepEqual(gpuSpec.tokens, cpu.tokens);
+    assert.deepEqual(gpuSpec.stats.accepted_per_round, cpuSpec.stats.accepted_per_round);
+  });
+}
