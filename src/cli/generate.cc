@@ -163,9 +163,11 @@ int RunGenerate(const std::vector<std::string>& argv) {
 }
 
 int RunInspect(const std::vector<std::string>& argv) {
-  auto parsed = Args::Parse(argv, {"model"}, {});
+  auto parsed = Args::Parse(argv, {"model", "context"}, {});
   if (!parsed.ok()) return Fail(parsed.status());
   if (!parsed->Has("model")) return Fail(InvalidArgument("inspect: --model DIR is required"));
+  auto context = parsed->GetInt("context", 4096, 1, 1ll << 24);
+  if (!context.ok()) return Fail(context.status());
   auto backend = MakeCpuBackend();
   auto model = Model::Load(parsed->Get("model"), *backend);
   if (!model.ok()) return Fail(model.status());
@@ -182,6 +184,12 @@ int RunInspect(const std::vector<std::string>& argv) {
   std::printf("weights total: %llu bytes\n", static_cast<unsigned long long>(total));
   std::printf("kv cache per token: %zu bytes (f32, %d of %d layers own a cache)\n", c.KvBytesPerPosition(),
               c.num_layers - c.num_kv_shared_layers, c.num_layers);
+  const Model::MemoryEstimate m = (*model)->EstimateMemory(*context);
+  auto mb = [](uint64_t b) { return static_cast<double>(b) / 1e6; };
+  std::printf("memory at a %lld-token context: %llu bytes (%.1f MB) = weights %.1f MB + kv cache %.1f MB + "
+              "activations %.1f MB (prefill chunks of %d)\n",
+              *context, static_cast<unsigned long long>(m.total()), mb(m.total()), mb(m.weights), mb(m.kv_cache),
+              mb(m.activations), Model::kPrefillChunk);
   return 0;
 }
 

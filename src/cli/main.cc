@@ -14,7 +14,7 @@ const char kUsage[] =
     "           [--temperature T] [--top-k K] [--top-p P] [--seed S] [--backend cpu] [--threads N]\n"
     "           [--top-logits K] [--json] [--chat] [--tokenizer FILE] [--assistant DIR [--draft-tokens K]]\n"
     "  tokenize --tokenizer FILE (--text T | --text-file F) [--json] | --bench [--text-file F]\n"
-    "  inspect  --model DIR\n"
+    "  inspect  --model DIR [--context N]   (tensors, bytes, memory at a context: 4096 by default)\n"
     "  bench    --model DIR [--assistant DIR [--draft-tokens K]] [--prompt-tokens N] [--decode-tokens N]\n"
     "           [--threads N] [--bandwidth-mib N]\n"
     "  synth    --shape e2b|e2b-assistant --out DIR [--layers N] [--seed S]   (random weights of a real shape)\n"

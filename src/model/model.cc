@@ -95,8 +95,7 @@ Result<std::unique_ptr<KvCache>> Model::NewCache(int64_t max_positions, int rese
   return cache;
 }
 
-Status Model::EnsureScratch(int rows) {
-  if (rows <= scratch_rows_) return Status::Ok();
+std::vector<size_t> Model::ScratchFloats(int rows) const {
   const ModelConfig& c = config_;
   int max_q = 0, max_inter = 0;
   for (const auto& l : c.layers) {
@@ -104,10 +103,38 @@ Status Model::EnsureScratch(int rows) {
     max_inter = std::max(max_inter, l.intermediate);
   }
   const size_t n = rows, pl = static_cast<size_t>(c.num_layers) * c.ple_dim;
-  const size_t sizes[kNumSlots] = {
-      n * c.hidden, n * c.hidden, n * c.hidden, n * c.hidden, n * max_q, n * max_q, n * max_inter, n * max_inter,
-      std::max<size_t>(1, n * pl), std::max<size_t>(1, n * pl), std::max<size_t>(1, n * c.ple_dim),
-      std::max<size_t>(1, n * 2 * c.top_k_experts), std::min<size_t>(n, kLogitRows) * c.vocab, n};
+  return {n * c.hidden, n * c.hidden, n * c.hidden, n * c.hidden, n * max_q, n * max_q, n * max_inter, n * max_inter,
+          std::max<size_t>(1, n * pl), std::max<size_t>(1, n * pl), std::max<size_t>(1, n * c.ple_dim),
+          std::max<size_t>(1, n * 2 * c.top_k_experts), std::min<size_t>(n, kLogitRows) * c.vocab, n};
+}
+
+Model::MemoryEstimate Model::EstimateMemory(int64_t positions) const {
+  MemoryEstimate m;
+  for (const auto& [dtype, b] : report_.bytes_by_dtype) m.weights += b;
+  const int rows = static_cast<int>(std::min<int64_t>(positions, kPrefillChunk));
+  for (size_t f : ScratchFloats(rows)) m.activations += f * sizeof(float);
+  for (const LayerConfig& l : config_.layers) {
+    if (l.kv_shared) continue;
+    const int64_t capacity = l.window ? std::min<int64_t>(positions, std::max(1, l.window - 1)) : positions;
+    m.kv_cache += 2ull * capacity * l.kv_heads * l.head_dim * sizeof(float);
+    m.activations += 2ull * rows * l.kv_heads * l.head_dim * sizeof(float);  // the chunk's own K/V
+  }
+  return m;
+}
+
+Result<std::span<const int32_t>> Model::PrefillHead(std::span<const int32_t> prompt, KvCache& cache) {
+  while (prompt.size() > static_cast<size_t>(kPrefillChunk)) {
+    G4_RETURN_IF_ERROR(Forward(prompt.first(kPrefillChunk), cache, 0, nullptr));
+    prompt = prompt.subspan(kPrefillChunk);
+  }
+  return prompt;
+}
+
+Status Model::EnsureScratch(int rows) {
+  if (rows <= scratch_rows_) return Status::Ok();
+  const ModelConfig& c = config_;
+  const std::vector<size_t> sizes = ScratchFloats(rows);
+  const size_t n = rows;
   std::vector<std::unique_ptr<Buffer>> scratch(kNumSlots), ks(c.num_layers), vs(c.num_layers);
   for (int i = 0; i < kNumSlots; ++i) {
     G4_ASSIGN_OR_RETURN(scratch[i], backend_.Allocate(sizes[i] * sizeof(float)));

@@ -54,6 +54,22 @@ class Model {
   uint64_t WeightBytesPerToken() const;
   Backend& backend() { return backend_; }
 
+  // Prompts longer than this run in chunks of it, so activations stay those of this many rows.
+  static constexpr int kPrefillChunk = 512;
+  // Runs every chunk of `prompt` but the last (K/V appended, no logits) and returns the last,
+  // which the caller runs for its logits.
+  Result<std::span<const int32_t>> PrefillHead(std::span<const int32_t> prompt, KvCache& cache);
+
+  // Backend memory for a context of `positions`: the weights as loaded, the K/V cache, and the
+  // activations of a prefill chunk (float32).
+  struct MemoryEstimate {
+    uint64_t weights = 0;
+    uint64_t kv_cache = 0;
+    uint64_t activations = 0;
+    uint64_t total() const { return weights + kv_cache + activations; }
+  };
+  MemoryEstimate EstimateMemory(int64_t positions) const;
+
   // A cache for up to `max_positions` positions. Sliding rings keep the last window - 1
   // positions, or `sliding_keep` when more is read (the assistant reads window + 1), plus
   // `reserve` slots so that a forward of that many positions can be rolled back.
@@ -79,6 +95,7 @@ class Model {
   Model(ModelConfig config, std::unique_ptr<Checkpoint> ckpt, Backend& backend)
       : config_(std::move(config)), ckpt_(std::move(ckpt)), backend_(backend) {}
   Status EnsureScratch(int rows);
+  std::vector<size_t> ScratchFloats(int rows) const;  // per slot
   // Layers and final norm over host tokens, or (when `device_ids` is set) n ids on the backend.
   Status Run(std::span<const int32_t> tokens, KvCache& cache, F32 device_ids = F32{}, int n = 0);
   Result<F32> Head(int n, int rows);  // softcapped logits of the last `rows` of n rows, on the backend

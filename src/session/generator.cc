@@ -50,7 +50,8 @@ Result<GenerationResult> Generate(Model& model, std::span<const int32_t> prompt,
   };
 
   const int64_t t0 = MonotonicMicros();
-  G4_ASSIGN_OR_RETURN(int token, step(prompt));
+  G4_ASSIGN_OR_RETURN(std::span<const int32_t> tail, model.PrefillHead(prompt, *cache));
+  G4_ASSIGN_OR_RETURN(int token, step(tail));
   const int64_t t1 = MonotonicMicros();
   result.stats.prefill_us = t1 - t0;
 

@@ -82,16 +82,17 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
   std::vector<int> ids;
   const int64_t t0_us = MonotonicMicros();
   int seed;
+  G4_ASSIGN_OR_RETURN(std::span<const int32_t> tail, target.PrefillHead(prompt, *cache));
   if (ids_only) {
-    G4_RETURN_IF_ERROR(target.ForwardArgmax(prompt, *cache, 1, &ids));
+    G4_RETURN_IF_ERROR(target.ForwardArgmax(tail, *cache, 1, &ids));
     seed = ids[0];
   } else {
-    G4_RETURN_IF_ERROR(target.Forward(prompt, *cache, 1, &logits));
+    G4_RETURN_IF_ERROR(target.Forward(tail, *cache, 1, &logits));
     seed = greedy ? Argmax(logits) : DrawFrom(shaper.Distribution(logits), rng);
   }
   const int64_t t1_us = MonotonicMicros();
   st.prefill_us = t1_us - t0_us;
-  be.Copy(state, target.hidden_rows().At(static_cast<size_t>(prompt.size() - 1) * H), H);
+  be.Copy(state, target.hidden_rows().At(static_cast<size_t>(tail.size() - 1) * H), H);
   if (ids_only) {
     const float f = static_cast<float>(seed);
     G4_RETURN_IF_ERROR(be.Upload(*round_buf, 0, &f, sizeof(f)));

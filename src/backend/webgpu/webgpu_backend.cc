@@ -57,7 +57,7 @@ class WeightBuffer final : public Buffer {
 
 enum class Kernel { kRmsNorm, kMatMul, kMatVec, kRope, kAttention, kCacheAppend, kElementwise, kGeluMul, kMoeRoute,
                     kMoeExperts, kArgmax, kBandwidth,
-                    kAttentionCombine, kEmbedIds, kGatherMatVecIds, kTopK, kArgmaxKeyed, kAccept };
+                    kAttentionCombine, kEmbedIds, kGatherMatVecIds, kTopK, kArgmaxKeyed, kAccept, kMatVecQ };
 const char* KernelFile(Kernel k) {
   switch (k) {
     case Kernel::kRmsNorm: return "rms_norm";
@@ -78,6 +78,7 @@ const char* KernelFile(Kernel k) {
     case Kernel::kTopK: return "topk";
     case Kernel::kArgmaxKeyed: return "argmax_keyed";
     case Kernel::kAccept: return "accept";
+    case Kernel::kMatVecQ: return "matvec_q";
   }
   return "";
 }
@@ -344,7 +345,10 @@ class WebGpuBackend final : public Backend {
   void MatMul(F32 out, F32 in, const Weight& w, int rows) override {
     if (rows <= 8) {  // a team per output feature, the weights read once for all rows
       const int variant = rows <= 1 ? 1 : rows <= 2 ? 2 : rows <= 4 ? 4 : 8;
-      Dispatch(Kernel::kMatVec, {&w}, (w.rows + 7) / 8, {At(out), At(in), U(rows), U(w.rows), U(w.cols)}, variant);
+      // Quantized weights in one binding take whole words of values at a time.
+      const bool words = IsQuantized(w.dtype) && static_cast<const WeightBuffer*>(w.buffer)->chunks() == 1;
+      Dispatch(words ? Kernel::kMatVecQ : Kernel::kMatVec, {&w}, (w.rows + 7) / 8,
+               {At(out), At(in), U(rows), U(w.rows), U(w.cols)}, variant);
       return;
     }
     const uint64_t tiles = static_cast<uint64_t>((rows + 63) / 64) * ((w.rows + 63) / 64);
@@ -514,6 +518,7 @@ class WebGpuBackend final : public Backend {
     src.replace(src.find("W1P_READ"), 8, read_pair);
     src += WgslSource(KernelFile(k));
     ReplaceAll(src, "VARIANT", std::to_string(variant));
+    ReplaceAll(src, "QBITS", d[0] == static_cast<int>(DType::kQ4) ? "4" : "8");
     g4_gpu_register_kernel(id, src.data(), static_cast<uint32_t>(src.size()), name.data(), static_cast<uint32_t>(name.size()));
     kernel_ids_[key] = id;
     return id;

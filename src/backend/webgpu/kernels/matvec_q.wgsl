@@ -1,0 +1,54 @@
+// out[r, o] = sum_i in[r, i] * w[o, i] for a few rows (decode, verification) with w quantized:
+// q8 (BITS 8) or q4 (BITS 4) in superblocks of 64 values (a word of two float16 scales, then the
+// values; see webgpu_backend.cc). A team of 32 threads per output feature, each lane taking one
+// whole word of values at a time and applying its group's scale once.
+// P: out, in, rows, out_features, in_features. ROWS (1, 2, 4 or 8) and BITS are fixed when compiled.
+const ROWS = VARIANTu;
+const BITS = QBITSu;
+const PER_WORD = 32u / BITS;
+const SB_WORDS = 1u + 64u / PER_WORD;
+var<workgroup> red: array<f32, 256>;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(num_workgroups) n: vec3<u32>) {
+  let team = lid.x >> 5u; let lane = lid.x & 31u;
+  let o = (wg.x + wg.y * n.x) * 8u + team;
+  let rows = pu(2u); let outs = pu(3u); let ins = pu(4u);
+  let x = pu(1u);
+  var acc: array<f32, ROWS>;
+  if (o < outs) {
+    let base = o * ins;
+    for (var t = lane; t < ins / PER_WORD; t += 32u) {
+      let e = base + t * PER_WORD;
+      let sb = (e >> 6u) * SB_WORDS;
+      let s = unpack2x16float(W1[sb])[(e >> 5u) & 1u];
+      let v = W1[sb + 1u + (e & 63u) / PER_WORD];
+      var q: array<f32, PER_WORD>;
+      for (var k = 0u; k < PER_WORD; k++) {
+        if (BITS == 8u) {
+          q[k] = f32(extractBits(bitcast<i32>(v), k * 8u, 8u));
+        } else {
+          q[k] = f32(extractBits(v, k * 4u, 4u)) - 8.0;
+        }
+      }
+      for (var r = 0u; r < ROWS; r++) {
+        if (r < rows) {
+          let xi = x + r * ins + t * PER_WORD;
+          var d = 0.0;
+          for (var k = 0u; k < PER_WORD; k++) { d += q[k] * A[xi + k]; }
+          acc[r] += d * s;
+        }
+      }
+    }
+  }
+  for (var r = 0u; r < ROWS; r++) {
+    red[lid.x] = acc[r];
+    workgroupBarrier();
+    for (var h = 16u; h > 0u; h >>= 1u) {
+      if (lane < h) { red[lid.x] += red[lid.x + h]; }
+      workgroupBarrier();
+    }
+    if (lane == 0u && o < outs && r < rows) { A[pu(0u) + r * outs + o] = red[lid.x]; }
+    workgroupBarrier();
+  }
+}
