@@ -99,6 +99,46 @@ TEST(Cli, InspectPrintsConfigTensorsAndCache) {
   // 4 cache-owning layers: 3 sliding (1 x 16) and 1 full (1 x 32), K and V, f32.
   EXPECT_NE(r.out.find("kv cache per token: " + std::to_string((3 * 16 + 32) * 2 * 4) + " bytes"), std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("memory at a 4096-token context: "), std::string::npos) << r.out;
+}
+
+TEST(Cli, ExportThenGenerateAndInspect) {
+  const std::string dir = test::TestData("models/e2b_mini"), out = test::MakeTempDir() + "/q8";
+  CliRun e = Cli("export --model " + dir + " --assistant " + dir + "/assistant_centroid --quant q8 -o " + out);
+  ASSERT_EQ(e.code, 0) << e.out;
+  EXPECT_NE(e.out.find(out + ": "), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("matrices quantized"), std::string::npos) << e.out;
+  CliRun i = Cli("inspect --model " + out + " --context 100");
+  ASSERT_EQ(i.code, 0) << i.out;
+  EXPECT_NE(i.out.find("weights Q8: "), std::string::npos) << i.out;
+  EXPECT_NE(i.out.find("memory at a 100-token context: "), std::string::npos) << i.out;
+  CliRun g = Cli("generate --model " + out + " --assistant " + out + "/assistant --prompt-ids 2,105,236 --max-new-tokens 5 --json");
+  ASSERT_EQ(g.code, 0) << g.out;
+  EXPECT_EQ(nlohmann::json::parse(LastLine(g.out))["tokens"].size(), 5u);
+  // Bad requests: each a clear error and a non-zero exit.
+  for (auto [args, want] : {std::pair<std::string, std::string>{"export --model " + dir + " --quant q3 -o " + out + "x",
+                                                                 "not one of q8, q4, bf16"},
+                            {"export --model " + dir + " --quant q4", "-o OUT are required"},
+                            {"export --model " + dir + " --quant q4 -o " + out, "already exists"}}) {
+    CliRun r = Cli(args);
+    EXPECT_EQ(r.code, 1) << args;
+    EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
+  }
+}
+
+TEST(Cli, AccuracyReportsEachScheme) {
+  CliRun r = Cli("accuracy --model " + test::TestData("models/dense") + " --prompts 2 --steps 4 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(LastLine(r.out));
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["quant"], "q8");
+  EXPECT_EQ(j[1]["quant"], "q4");
+  for (const auto& s : j) {
+    EXPECT_EQ(s["positions"], 8);
+    EXPECT_GE(s["mean_kl"].get<double>(), 0.0);
+    EXPECT_GT(s["artifact_bytes"].get<double>(), 0.0);
+  }
+  EXPECT_LT(j[1]["artifact_bytes"].get<double>(), j[0]["artifact_bytes"].get<double>());
 }
 
 }  // namespace

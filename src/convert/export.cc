@@ -32,6 +32,7 @@ Status ReadFloats(const Reader& r, const TensorInfo& t, uint64_t first, uint64_t
   const size_t size = DTypeSize(t.dtype);
   raw.resize(n * size);
   G4_RETURN_IF_ERROR(r.Read(t.offset + first * size, n * size, raw.data()));
+  r.Release(t.offset + first * size, n * size);
   for (uint64_t i = 0; i < n; ++i) {
     uint16_t h = 0;
     if (size == 2) std::memcpy(&h, raw.data() + 2 * i, 2);
@@ -149,7 +150,11 @@ Result<ExportedModel> ExportOne(const std::string& src, QuantScheme scheme, cons
       result.quantized++;
     } else {
       TensorToWrite c{name, t.dtype, t.shape, nullptr,
-                      [&r, off = t.offset](uint64_t o, uint8_t* d, size_t n) { return r.Read(off + o, n, d); }};
+                      [&r, off = t.offset](uint64_t o, uint8_t* d, size_t n) {
+                        const Status s = r.Read(off + o, n, d);
+                        r.Release(off + o, n);
+                        return s;
+                      }};
       tensors.push_back(std::move(c));
       if (matrix && scheme == QuantScheme::kBf16) {
         result.quantized++;
@@ -213,6 +218,7 @@ Result<std::string> Sha256File(const std::string& path) {
   for (uint64_t at = 0; at < r->Size();) {
     const uint64_t n = std::min<uint64_t>(buf.size(), r->Size() - at);
     G4_RETURN_IF_ERROR(r->Read(at, n, buf.data()));
+    r->Release(at, n);
     EVP_DigestUpdate(ctx.get(), buf.data(), n);
     at += n;
   }

@@ -1,5 +1,7 @@
 #include "io/reader.h"
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -57,6 +59,11 @@ class MappedFileReader final : public Reader {
     return Status::Ok();
   }
   const uint8_t* Data() const override { return data_; }
+  void Release(uint64_t offset, uint64_t size) const override {
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t begin = (offset + page - 1) / page * page, end = std::min(size_, offset + size) / page * page;
+    if (end > begin) madvise(const_cast<uint8_t*>(data_) + begin, end - begin, MADV_DONTNEED);
+  }
   const std::string& Name() const override { return path_; }
 
  private:

@@ -21,6 +21,9 @@ class Reader {
   virtual Status Read(uint64_t offset, uint64_t size, void* dst) const = 0;
   // The whole source as one block of memory when it is one (mapped file, memory), else null.
   virtual const uint8_t* Data() const { return nullptr; }
+  // A hint that [offset, offset + size) will not be read again soon (a mapped file lets go of
+  // those pages, so streaming through a large file keeps memory flat).
+  virtual void Release(uint64_t offset, uint64_t size) const { (void)offset; (void)size; }
   // What to call this source in error messages (a file path, "memory", ...).
   virtual const std::string& Name() const = 0;
 };

@@ -1,13 +1,32 @@
 // out[r, o] = sum_i in[r, i] * w[o, i] for a few rows (decode, verification) with w quantized:
 // q8 (BITS 8) or q4 (BITS 4) in superblocks of 64 values (a word of two float16 scales, then the
 // values; see webgpu_backend.cc). A team of 32 threads per output feature, each lane taking one
-// whole word of values at a time and applying its group's scale once.
+// whole word of values at a time (four in flight) and applying its group's scale once.
 // P: out, in, rows, out_features, in_features. ROWS (1, 2, 4 or 8) and BITS are fixed when compiled.
 const ROWS = VARIANTu;
 const BITS = QBITSu;
 const PER_WORD = 32u / BITS;
 const SB_WORDS = 1u + 64u / PER_WORD;
 var<workgroup> red: array<f32, 256>;
+
+// acc[r] += s * (the word's values . in[r, xi ..]) for each row.
+fn word_dot(acc: ptr<function, array<f32, ROWS>>, v: u32, s: f32, xi: u32, rows: u32, ins: u32) {
+  var q: array<f32, PER_WORD>;
+  for (var k = 0u; k < PER_WORD; k++) {
+    if (BITS == 8u) {
+      q[k] = f32(extractBits(bitcast<i32>(v), k * 8u, 8u));
+    } else {
+      q[k] = f32(extractBits(v, k * 4u, 4u)) - 8.0;
+    }
+  }
+  for (var r = 0u; r < ROWS; r++) {
+    if (r < rows) {
+      var d = 0.0;
+      for (var k = 0u; k < PER_WORD; k++) { d += q[k] * A[xi + r * ins + k]; }
+      (*acc)[r] += d * s;
+    }
+  }
+}
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
@@ -18,27 +37,25 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   var acc: array<f32, ROWS>;
   if (o < outs) {
     let base = o * ins;
-    for (var t = lane; t < ins / PER_WORD; t += 32u) {
+    let words = ins / PER_WORD;
+    // Four words per lane in flight, then the rest one at a time.
+    var t = lane;
+    for (; t + 96u < words; t += 128u) {
+      var v: array<u32, 4>;
+      var s: array<f32, 4>;
+      for (var k = 0u; k < 4u; k++) {
+        let e = base + (t + 32u * k) * PER_WORD;
+        let sb = (e >> 6u) * SB_WORDS;
+        s[k] = unpack2x16float(W1[sb])[(e >> 5u) & 1u];
+        v[k] = W1[sb + 1u + (e & 63u) / PER_WORD];
+      }
+      for (var k = 0u; k < 4u; k++) { word_dot(&acc, v[k], s[k], x + (t + 32u * k) * PER_WORD, rows, ins); }
+    }
+    for (; t < words; t += 32u) {
       let e = base + t * PER_WORD;
       let sb = (e >> 6u) * SB_WORDS;
-      let s = unpack2x16float(W1[sb])[(e >> 5u) & 1u];
-      let v = W1[sb + 1u + (e & 63u) / PER_WORD];
-      var q: array<f32, PER_WORD>;
-      for (var k = 0u; k < PER_WORD; k++) {
-        if (BITS == 8u) {
-          q[k] = f32(extractBits(bitcast<i32>(v), k * 8u, 8u));
-        } else {
-          q[k] = f32(extractBits(v, k * 4u, 4u)) - 8.0;
-        }
-      }
-      for (var r = 0u; r < ROWS; r++) {
-        if (r < rows) {
-          let xi = x + r * ins + t * PER_WORD;
-          var d = 0.0;
-          for (var k = 0u; k < PER_WORD; k++) { d += q[k] * A[xi + k]; }
-          acc[r] += d * s;
-        }
-      }
+      word_dot(&acc, W1[sb + 1u + (e & 63u) / PER_WORD], unpack2x16float(W1[sb])[(e >> 5u) & 1u], x + t * PER_WORD,
+               rows, ins);
     }
   }
   for (var r = 0u; r < ROWS; r++) {
