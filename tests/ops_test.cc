@@ -237,5 +237,23 @@ TEST_F(OpsTest, SoftcapAddScale) {
   EXPECT_NEAR(Read(a, 1)[0], 2.0f, 1e-6);
 }
 
+TEST_F(OpsTest, AddRmsNormJoinsTheResidual) {
+  // x = (x + rmsnorm(y) * w) * s with y = [3, 4]: y / sqrt(12.5) * w.
+  F32 x = Floats({1, -1}), y = Floats({3, 4});
+  be_->AddRmsNorm(x, y, MakeWeight({2.0f, 0.5f}, 1, 2, DType::kF32), 1, 2, 0.0f, 0.5f);
+  auto out = Read(x, 2);
+  EXPECT_NEAR(out[0], (1 + 3 / std::sqrt(12.5) * 2) * 0.5, 1e-6);
+  EXPECT_NEAR(out[1], (-1 + 4 / std::sqrt(12.5) * 0.5) * 0.5, 1e-6);
+}
+
+TEST_F(OpsTest, GateUpIsGeluOfGateTimesUp) {
+  // gate rows [1, 0], [0, 1]; up rows [2, 0], [1, 1]; x = [0.5, -1].
+  F32 x = Floats({0.5f, -1.0f}), out = Floats({0, 0}), scratch = Floats({0, 0});
+  be_->GateUp(out, scratch, x, MakeWeight({1, 0, 0, 1}, 2, 2, DType::kF32), MakeWeight({2, 0, 1, 1}, 2, 2, DType::kF32), 1);
+  auto o = Read(out, 2);
+  EXPECT_NEAR(o[0], cpu::GeluTanh(0.5f) * 1.0f, 1e-6);
+  EXPECT_NEAR(o[1], cpu::GeluTanh(-1.0f) * -0.5f, 1e-6);
+}
+
 }  // namespace
 }  // namespace g4

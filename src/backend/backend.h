@@ -93,8 +93,14 @@ class Backend {
   virtual void Embed(F32 out, const Weight& table, std::span<const int32_t> ids, float scale) = 0;
   // out[r, :] = in[r, :] * (mean(in[r]^2) + eps)^-0.5 * weight      (rows, dim); weight may be absent
   virtual void RmsNorm(F32 out, F32 in, const Weight& weight, int rows, int dim, float eps) = 0;
+  // x[r, :] = (x[r, :] + rmsnorm(in[r, :]) * weight) * scale        (rows, dim): a block's output
+  // joining the residual stream; `in` may be overwritten
+  virtual void AddRmsNorm(F32 x, F32 in, const Weight& weight, int rows, int dim, float eps, float scale) = 0;
   // out[r, o] = sum_i in[r, i] * w[o, i]                             in: (rows, w.cols), out: (rows, w.rows)
   virtual void MatMul(F32 out, F32 in, const Weight& w, int rows) = 0;
+  // out[r, o] = gelu_tanh(in[r] . gate[o]) * (in[r] . up[o])          in: (rows, gate.cols), out: (rows, gate.rows);
+  // up_scratch: (rows, up.rows), which the op may overwrite
+  virtual void GateUp(F32 out, F32 up_scratch, F32 in, const Weight& gate, const Weight& up, int rows) = 0;
   // Rotate-half RoPE on x: (rows, heads, inv_freq.size() * 2), row r at positions[r].
   virtual void Rope(F32 x, int rows, int heads, std::span<const float> inv_freq,
                     std::span<const int64_t> positions) = 0;

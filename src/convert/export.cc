@@ -59,7 +59,8 @@ class Quantizer {
     const uint64_t g0 = offset / gb, g1 = std::min(groups_, (offset + n + gb - 1) / gb);
     if (scales_.empty()) scales_.resize(groups_);
     std::vector<float> x((g1 - g0) * kQuantGroup);
-    G4_RETURN_IF_ERROR(ReadFloats(r_, t_, g0 * kQuantGroup, x.size(), raw_, x.data()));
+    std::vector<uint8_t> raw;  // per chunk: a quantizer holds nothing between its writes but scales
+    G4_RETURN_IF_ERROR(ReadFloats(r_, t_, g0 * kQuantGroup, x.size(), raw, x.data()));
     std::vector<uint8_t> q((g1 - g0) * gb);
 #pragma omp parallel for schedule(static)
     for (int64_t g = 0; g < static_cast<int64_t>(g1 - g0); ++g) {
@@ -86,7 +87,6 @@ class Quantizer {
   DType type_;
   uint64_t groups_ = 0;
   std::vector<uint16_t> scales_;
-  std::vector<uint8_t> raw_;
 };
 
 Status CopyFile(const std::string& from, const std::string& to) {
@@ -136,9 +136,9 @@ Result<ExportedModel> ExportOne(const std::string& src, QuantScheme scheme, cons
       result.quantized++;
     } else if (matrix && scheme == QuantScheme::kBf16 && t.dtype != DType::kBF16) {
       TensorToWrite c{name, DType::kBF16, t.shape, nullptr,
-                      [&r, t, raw = std::vector<uint8_t>(), x = std::vector<float>()](uint64_t o, uint8_t* d,
-                                                                                       size_t n) mutable -> Status {
-                        x.resize(n / 2);
+                      [&r, t](uint64_t o, uint8_t* d, size_t n) -> Status {
+                        std::vector<uint8_t> raw;
+                        std::vector<float> x(n / 2);
                         G4_RETURN_IF_ERROR(ReadFloats(r, t, o / 2, n / 2, raw, x.data()));
                         for (size_t i = 0; i < n / 2; ++i) {
                           const uint16_t h = F32ToBf16(x[i]);

@@ -36,14 +36,11 @@ void RunLayer(Backend& be, const ModelConfig& c, int i, const LayerWeights& lw, 
   shape.past_only = kv.past_only;
   be.Attention(b.attn, b.q, kv.k_new, kv.v_new, kv.k_cache, kv.v_cache, shape);
   be.MatMul(b.o, b.attn, lw.o_proj, n);
-  be.RmsNorm(b.o, b.o, lw.post_attn_norm, n, H, c.rms_eps);
-  be.Add(b.x, b.x, b.o, nh);
+  be.AddRmsNorm(b.x, b.o, lw.post_attn_norm, n, H, c.rms_eps, 1.0f);
 
   // MLP block, and the experts beside it (the router reads the residual after attention).
   be.RmsNorm(b.h, b.x, lw.pre_ff_norm, n, H, c.rms_eps);
-  be.MatMul(b.gate, b.h, lw.gate_proj, n);
-  be.MatMul(b.up, b.h, lw.up_proj, n);
-  be.GeluMul(b.gate, b.gate, b.up, n, l.intermediate, l.intermediate);
+  be.GateUp(b.gate, b.up, b.h, lw.gate_proj, lw.up_proj, n);
   be.MatMul(b.o, b.gate, lw.down_proj, n);
   if (c.moe) {
     const MoeShape ms{n, H, c.num_experts, c.top_k_experts, c.moe_intermediate};
@@ -55,8 +52,8 @@ void RunLayer(Backend& be, const ModelConfig& c, int i, const LayerWeights& lw, 
     be.RmsNorm(b.f, b.f, lw.post_ff_norm_2, n, H, c.rms_eps);
     be.Add(b.o, b.o, b.f, nh);
   }
-  be.RmsNorm(b.o, b.o, lw.post_ff_norm, n, H, c.rms_eps);
-  be.Add(b.x, b.x, b.o, nh);
+  // The layer scalar multiplies the residual once every block has joined it.
+  be.AddRmsNorm(b.x, b.o, lw.post_ff_norm, n, H, c.rms_eps, c.ple_dim ? 1.0f : layer_scalar);
 
   // Per-layer embedding block.
   if (c.ple_dim) {
@@ -64,10 +61,8 @@ void RunLayer(Backend& be, const ModelConfig& c, int i, const LayerWeights& lw, 
     be.MatMul(b.ple_gate, b.x, lw.ple_gate, n);
     be.GeluMul(b.ple_gate, b.ple_gate, b.ple.At(static_cast<size_t>(i) * c.ple_dim), n, c.ple_dim, pl);
     be.MatMul(b.o, b.ple_gate, lw.ple_proj, n);
-    be.RmsNorm(b.o, b.o, lw.post_ple_norm, n, H, c.rms_eps);
-    be.Add(b.x, b.x, b.o, nh);
+    be.AddRmsNorm(b.x, b.o, lw.post_ple_norm, n, H, c.rms_eps, layer_scalar);
   }
-  be.Scale(b.x, nh, layer_scalar);
 }
 
 }  // namespace g4

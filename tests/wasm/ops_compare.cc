@@ -241,6 +241,33 @@ void RunAll(Backend& gpu, Backend& cpu) {
       return s.Read(y, 7);
     });
   }
+  // The fused MLP input (gate . x, up . x, gelu product): decode sizes in one kernel, more rows
+  // through the unfused ops; odd row lengths, f32/f16/bf16 and the block types.
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16, DType::kQ8, DType::kQ4}) {
+    for (auto [rows, ins] : {std::pair{1, 96}, {3, 160}, {5, 64}, {8, 288}, {9, 96}, {2, 37}}) {
+      if (IsQuantized(dt) && ins % 32) continue;
+      Case(std::string("gate_up_") + DTypeName(dt) + "_" + std::to_string(rows) + "x" + std::to_string(ins), gpu, cpu,
+           1e-10, [&](Side& s) {
+             const int outs = 45;
+             auto make = [&](const std::vector<float>& v) {
+               return IsQuantized(dt) ? s.MakeQuantized(v, 1, outs, ins, dt) : s.MakeWeight(v, 1, outs, ins, dt);
+             };
+             Weight g = make(Random(outs * ins)), u = make(Random(outs * ins));
+             F32 x = s.Floats(Random(rows * ins)), y = s.Floats(std::vector<float>(rows * outs)),
+                 scratch = s.Floats(std::vector<float>(rows * outs));
+             s.be->GateUp(y, scratch, x, g, u, rows);
+             return s.Read(y, rows * outs);
+           });
+    }
+  }
+  for (bool weighted : {true, false}) {
+    Case(std::string("add_rms_norm") + (weighted ? "" : "_no_weight"), gpu, cpu, 1e-11, [&](Side& s) {
+      Weight w = weighted ? s.MakeWeight(Random(77), 1, 1, 77, DType::kBF16) : Weight{};
+      F32 x = s.Floats(Random(6 * 77)), y = s.Floats(Random(6 * 77, 3.0f));
+      s.be->AddRmsNorm(x, y, w, 6, 77, 1e-6f, 0.7f);
+      return s.Read(x, 6 * 77);
+    });
+  }
   for (bool weighted : {true, false}) {
     Case(std::string("rms_norm") + (weighted ? "" : "_no_weight"), gpu, cpu, 1e-11, [&](Side& s) {
       Weight w = weighted ? s.MakeWeight(Random(77), 1, 1, 77, DType::kBF16) : Weight{};

@@ -165,6 +165,19 @@ class CpuBackend final : public Backend {
     }
   }
 
+  void AddRmsNorm(F32 x, F32 in, const Weight& weight, int rows, int dim, float eps, float scale) override {
+    RmsNorm(in, in, weight, rows, dim, eps);
+    float* xp = Ptr(x);
+    const float* y = Ptr(in);
+    for (size_t i = 0; i < static_cast<size_t>(rows) * dim; ++i) xp[i] = (xp[i] + y[i]) * scale;
+  }
+
+  void GateUp(F32 out, F32 up_scratch, F32 in, const Weight& gate, const Weight& up, int rows) override {
+    MatMul(out, in, gate, rows);
+    MatMul(up_scratch, in, up, rows);
+    GeluMul(out, out, up_scratch, rows, static_cast<int>(gate.rows), static_cast<int>(up.rows));
+  }
+
   void MatMul(F32 out, F32 in, const Weight& w, int rows) override {
     cpu::MatMul(Ptr(in), rows, w.cols, WeightData(w), w.dtype, w.rows, w.cols, Ptr(out), w.rows);
   }

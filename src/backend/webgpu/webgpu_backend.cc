@@ -57,7 +57,7 @@ class WeightBuffer final : public Buffer {
 
 enum class Kernel { kRmsNorm, kMatMul, kMatVec, kRope, kAttention, kCacheAppend, kElementwise, kGeluMul, kMoeRoute,
                     kMoeExperts, kArgmax, kBandwidth,
-                    kAttentionCombine, kEmbedIds, kGatherMatVecIds, kTopK, kArgmaxKeyed, kAccept, kMatVecQ };
+                    kAttentionCombine, kEmbedIds, kGatherMatVecIds, kTopK, kArgmaxKeyed, kAccept, kMatVecQ, kGateUp };
 const char* KernelFile(Kernel k) {
   switch (k) {
     case Kernel::kRmsNorm: return "rms_norm";
@@ -79,6 +79,7 @@ const char* KernelFile(Kernel k) {
     case Kernel::kArgmaxKeyed: return "argmax_keyed";
     case Kernel::kAccept: return "accept";
     case Kernel::kMatVecQ: return "matvec_q";
+    case Kernel::kGateUp: return "gate_up";
   }
   return "";
 }
@@ -340,7 +341,25 @@ class WebGpuBackend final : public Backend {
     EmbedIds(out, table, HostIds(ids), static_cast<int>(ids.size()), scale);
   }
   void RmsNorm(F32 out, F32 in, const Weight& weight, int rows, int dim, float eps) override {
-    Dispatch(Kernel::kRmsNorm, {&weight}, rows, {At(out), At(in), U(rows), U(dim), Fl(eps), U(weight.present())});
+    Dispatch(Kernel::kRmsNorm, {&weight}, rows, {At(out), At(in), U(rows), U(dim), Fl(eps), U(weight.present()), 0, 0});
+  }
+  void AddRmsNorm(F32 x, F32 in, const Weight& weight, int rows, int dim, float eps, float scale) override {
+    Dispatch(Kernel::kRmsNorm, {&weight}, rows,
+             {At(x), At(in), U(rows), U(dim), Fl(eps), U(weight.present()), 1, Fl(scale)});
+  }
+  void GateUp(F32 out, F32 up_scratch, F32 in, const Weight& gate, const Weight& up, int rows) override {
+    const auto* gb = static_cast<const WeightBuffer*>(gate.buffer);
+    const auto* ub = static_cast<const WeightBuffer*>(up.buffer);
+    if (rows > 8 || gb->chunks() > 1 || ub->chunks() > 1 || gate.rows != up.rows || gate.cols != up.cols) {
+      MatMul(out, in, gate, rows);
+      MatMul(up_scratch, in, up, rows);
+      GeluMul(out, out, up_scratch, rows, static_cast<int>(gate.rows), static_cast<int>(up.rows));
+      return;
+    }
+    // Decode and verification: both rows of each output feature read by one team, in one dispatch.
+    const int variant = rows <= 1 ? 1 : rows <= 2 ? 2 : rows <= 4 ? 4 : 8;
+    Dispatch(Kernel::kGateUp, {&gate, &up}, (gate.rows + 7) / 8, {At(out), At(in), U(rows), U(gate.rows), U(gate.cols)},
+             variant);
   }
   void MatMul(F32 out, F32 in, const Weight& w, int rows) override {
     if (rows <= 8) {  // a team per output feature, the weights read once for all rows

@@ -1,0 +1,73 @@
+// out[r, o] = gelu_tanh(in[r] . gate[o]) * (in[r] . up[o]) for a few rows (decode, verification):
+// the MLP's two input projections and their product in one dispatch. Eight teams of 32 threads
+// per workgroup, a team per output feature reading its gate row (W1) and up row (W2) once for
+// all rows, as matvec.wgsl does for one matrix. P: out, in, rows, out_features, in_features.
+const ROWS = VARIANTu;
+var<workgroup> red: array<f32, 256>;
+var<workgroup> red_up: array<f32, 256>;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(num_workgroups) n: vec3<u32>) {
+  let team = lid.x >> 5u; let lane = lid.x & 31u;
+  let o = (wg.x + wg.y * n.x) * 8u + team;
+  let rows = pu(2u); let outs = pu(3u); let ins = pu(4u);
+  let x = pu(1u);
+  var g: array<f32, ROWS>;
+  var u: array<f32, ROWS>;
+  if (o < outs) {
+    if ((ins & 1u) == 0u) {
+      let half = ins >> 1u;
+      let base = o * half;
+      // Two words of each matrix per lane in flight, then the rest one at a time.
+      var j = lane;
+      for (; j + 32u < half; j += 64u) {
+        let g0 = w1p(base + j); let g1 = w1p(base + j + 32u);
+        let u0 = lp2(base + j); let u1 = lp2(base + j + 32u);
+        for (var r = 0u; r < ROWS; r++) {
+          if (r < rows) {
+            let xi = x + r * ins + 2u * j;
+            let a = vec4<f32>(A[xi], A[xi + 1u], A[xi + 64u], A[xi + 65u]);
+            g[r] += dot(vec4<f32>(g0, g1), a);
+            u[r] += dot(vec4<f32>(u0, u1), a);
+          }
+        }
+      }
+      for (; j < half; j += 32u) {
+        let gw = w1p(base + j); let uw = lp2(base + j);
+        for (var r = 0u; r < ROWS; r++) {
+          if (r < rows) {
+            let xi = x + r * ins + 2u * j;
+            let a = vec2<f32>(A[xi], A[xi + 1u]);
+            g[r] += dot(gw, a);
+            u[r] += dot(uw, a);
+          }
+        }
+      }
+    } else {
+      let base = o * ins;
+      for (var i = lane; i < ins; i += 32u) {
+        let gw = w1(base + i); let uw = ld2(base + i);
+        for (var r = 0u; r < ROWS; r++) {
+          if (r < rows) {
+            g[r] += gw * A[x + r * ins + i];
+            u[r] += uw * A[x + r * ins + i];
+          }
+        }
+      }
+    }
+  }
+  for (var r = 0u; r < ROWS; r++) {
+    red[lid.x] = g[r];
+    red_up[lid.x] = u[r];
+    workgroupBarrier();
+    for (var h = 16u; h > 0u; h >>= 1u) {
+      if (lane < h) {
+        red[lid.x] += red[lid.x + h];
+        red_up[lid.x] += red_up[lid.x + h];
+      }
+      workgroupBarrier();
+    }
+    if (lane == 0u && o < outs && r < rows) { A[pu(0u) + r * outs + o] = gelu_tanh(red[lid.x]) * red_up[lid.x]; }
+    workgroupBarrier();
+  }
+}
