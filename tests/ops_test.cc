@@ -246,13 +246,36 @@ TEST_F(OpsTest, AddRmsNormJoinsTheResidual) {
   EXPECT_NEAR(out[1], (-1 + 4 / std::sqrt(12.5) * 0.5) * 0.5, 1e-6);
 }
 
-TEST_F(OpsTest, GateUpIsGeluOfGateTimesUp) {
-  // gate rows [1, 0], [0, 1]; up rows [2, 0], [1, 1]; x = [0.5, -1].
-  F32 x = Floats({0.5f, -1.0f}), out = Floats({0, 0}), scratch = Floats({0, 0});
-  be_->GateUp(out, scratch, x, MakeWeight({1, 0, 0, 1}, 2, 2, DType::kF32), MakeWeight({2, 0, 1, 1}, 2, 2, DType::kF32), 1);
+TEST_F(OpsTest, GateUpIsGeluOfGateTimesUpOfTheNormedInput) {
+  // x = [3, 4] normed: [3, 4] / sqrt(12.5) * [1, 0.5] = h; gate rows [1, 0], [0, 1]; up rows [2, 0], [1, 1].
+  F32 x = Floats({3.0f, 4.0f}), out = Floats({0, 0}), up = Floats({0, 0}), h = Floats({0, 0});
+  be_->GateUp(out, up, h, x, MakeWeight({1.0f, 0.5f}, 1, 2, DType::kF32), 0.0f, MakeWeight({1, 0, 0, 1}, 2, 2, DType::kF32),
+              MakeWeight({2, 0, 1, 1}, 2, 2, DType::kF32), 1);
+  const float h0 = 3 / std::sqrt(12.5f), h1 = 4 / std::sqrt(12.5f) * 0.5f;
   auto o = Read(out, 2);
-  EXPECT_NEAR(o[0], cpu::GeluTanh(0.5f) * 1.0f, 1e-6);
-  EXPECT_NEAR(o[1], cpu::GeluTanh(-1.0f) * -0.5f, 1e-6);
+  EXPECT_NEAR(o[0], cpu::GeluTanh(h0) * 2 * h0, 1e-5);
+  EXPECT_NEAR(o[1], cpu::GeluTanh(h1) * (h0 + h1), 1e-5);
+}
+
+TEST_F(OpsTest, NormMatMulProjectsTheNormedInput) {
+  F32 x = Floats({3.0f, 4.0f}), out = Floats({0, 0}), h = Floats({0, 0});
+  be_->NormMatMul(out, h, x, MakeWeight({1.0f, 0.5f}, 1, 2, DType::kF32), 0.0f, MakeWeight({1, 1, 2, -1}, 2, 2, DType::kF32), 1);
+  const float h0 = 3 / std::sqrt(12.5f), h1 = 4 / std::sqrt(12.5f) * 0.5f;
+  auto o = Read(out, 2);
+  EXPECT_NEAR(o[0], h0 + h1, 1e-5);
+  EXPECT_NEAR(o[1], 2 * h0 - h1, 1e-5);
+}
+
+TEST_F(OpsTest, NormRopeIsRmsNormThenRope) {
+  std::vector<float> v = {1, 2, 3, 4, -1, 0.5f, 2, 0};
+  F32 a = Floats(v), b = Floats(v);
+  const Weight w = MakeWeight({1.0f, 2.0f, 0.5f, 1.0f}, 1, 4, DType::kF32);
+  const std::vector<float> inv = {1.0f, 0.1f};
+  const std::vector<int64_t> pos = {3};
+  be_->NormRope(a, 1, 2, w, 1e-6f, inv, pos);
+  be_->RmsNorm(b, b, w, 2, 4, 1e-6f);
+  be_->Rope(b, 1, 2, inv, pos);
+  EXPECT_EQ(Read(a, 8), Read(b, 8));
 }
 
 }  // namespace

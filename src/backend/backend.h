@@ -98,9 +98,15 @@ class Backend {
   virtual void AddRmsNorm(F32 x, F32 in, const Weight& weight, int rows, int dim, float eps, float scale) = 0;
   // out[r, o] = sum_i in[r, i] * w[o, i]                             in: (rows, w.cols), out: (rows, w.rows)
   virtual void MatMul(F32 out, F32 in, const Weight& w, int rows) = 0;
-  // out[r, o] = gelu_tanh(in[r] . gate[o]) * (in[r] . up[o])          in: (rows, gate.cols), out: (rows, gate.rows);
-  // up_scratch: (rows, up.rows), which the op may overwrite
-  virtual void GateUp(F32 out, F32 up_scratch, F32 in, const Weight& gate, const Weight& up, int rows) = 0;
+  // out[r, :] = w . (rmsnorm(in[r, :]) * norm): a projection of a normed input   in: (rows, w.cols);
+  // normed_scratch: (rows, w.cols), which the op may overwrite
+  virtual void NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w,
+                          int rows) = 0;
+  // out[r, o] = gelu_tanh(h[r] . gate[o]) * (h[r] . up[o]) with h = rmsnorm(in) * norm
+  // in: (rows, gate.cols), out: (rows, gate.rows); the op may overwrite up_scratch (rows, up.rows)
+  // and normed_scratch (rows, gate.cols)
+  virtual void GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, const Weight& norm, float eps,
+                      const Weight& gate, const Weight& up, int rows) = 0;
   // Rotate-half RoPE on x: (rows, heads, inv_freq.size() * 2), row r at positions[r].
   virtual void Rope(F32 x, int rows, int heads, std::span<const float> inv_freq,
                     std::span<const int64_t> positions) = 0;
@@ -111,6 +117,10 @@ class Backend {
   // Writes rows 0..rows-1 (positions start..) into the cache ring; only the last `capacity` land.
   virtual void CacheAppend(F32 k_cache, F32 v_cache, F32 k_new, F32 v_new, int rows, int row_size, int64_t start,
                            int64_t capacity) = 0;
+  // Per head: x[r, h, :] = rope(rmsnorm(x[r, h, :]) * norm) at positions[r], as RmsNorm then Rope
+  // (the query and key norms of attention)          x: (rows, heads, inv_freq.size() * 2)
+  virtual void NormRope(F32 x, int rows, int heads, const Weight& norm, float eps, std::span<const float> inv_freq,
+                        std::span<const int64_t> positions) = 0;
   // out[r, c] = gelu_tanh(gate[r, c]) * up[r * up_stride + c]        (rows, cols)
   virtual void GeluMul(F32 out, F32 gate, F32 up, int rows, int cols, int up_stride) = 0;
   // out = a + b                                                      (count)

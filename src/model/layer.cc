@@ -9,20 +9,18 @@ void RunLayer(Backend& be, const ModelConfig& c, int i, const LayerWeights& lw, 
   const size_t nh = static_cast<size_t>(n) * H;
 
   // Attention block.
-  be.RmsNorm(b.h, b.x, lw.input_norm, n, H, c.rms_eps);
-  be.MatMul(b.q, b.h, lw.q_proj, n);
-  be.RmsNorm(b.q, b.q, lw.q_norm, n * l.heads, hd, c.rms_eps);
-  be.Rope(b.q, n, l.heads, l.inv_freq, positions);
+  // Each projection folds in the input norm (b.h: the normed input where a backend makes it apart).
+  be.NormMatMul(b.q, b.h, b.x, lw.input_norm, c.rms_eps, lw.q_proj, n);
+  be.NormRope(b.q, n, l.heads, lw.q_norm, c.rms_eps, l.inv_freq, positions);
   if (!l.kv_shared) {
-    be.MatMul(kv.k_new, b.h, lw.k_proj, n);
+    be.NormMatMul(kv.k_new, b.h, b.x, lw.input_norm, c.rms_eps, lw.k_proj, n);
     if (l.k_eq_v) {
       be.RmsNorm(kv.v_new, kv.k_new, Weight{}, n * l.kv_heads, hd, c.rms_eps);  // values: k before its norm
     } else {
-      be.MatMul(kv.v_new, b.h, lw.v_proj, n);
+      be.NormMatMul(kv.v_new, b.h, b.x, lw.input_norm, c.rms_eps, lw.v_proj, n);
       be.RmsNorm(kv.v_new, kv.v_new, Weight{}, n * l.kv_heads, hd, c.rms_eps);
     }
-    be.RmsNorm(kv.k_new, kv.k_new, lw.k_norm, n * l.kv_heads, hd, c.rms_eps);
-    be.Rope(kv.k_new, n, l.kv_heads, l.inv_freq, positions);
+    be.NormRope(kv.k_new, n, l.kv_heads, lw.k_norm, c.rms_eps, l.inv_freq, positions);
   }
   AttentionShape shape;
   shape.rows = n;
@@ -39,8 +37,7 @@ void RunLayer(Backend& be, const ModelConfig& c, int i, const LayerWeights& lw, 
   be.AddRmsNorm(b.x, b.o, lw.post_attn_norm, n, H, c.rms_eps, 1.0f);
 
   // MLP block, and the experts beside it (the router reads the residual after attention).
-  be.RmsNorm(b.h, b.x, lw.pre_ff_norm, n, H, c.rms_eps);
-  be.GateUp(b.gate, b.up, b.h, lw.gate_proj, lw.up_proj, n);
+  be.GateUp(b.gate, b.up, b.h, b.x, lw.pre_ff_norm, c.rms_eps, lw.gate_proj, lw.up_proj, n);
   be.MatMul(b.o, b.gate, lw.down_proj, n);
   if (c.moe) {
     const MoeShape ms{n, H, c.num_experts, c.top_k_experts, c.moe_intermediate};

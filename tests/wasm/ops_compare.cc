@@ -241,25 +241,52 @@ void RunAll(Backend& gpu, Backend& cpu) {
       return s.Read(y, 7);
     });
   }
-  // The fused MLP input (gate . x, up . x, gelu product): decode sizes in one kernel, more rows
-  // through the unfused ops; odd row lengths, f32/f16/bf16 and the block types.
+  // Projections of a normed input (the norm folded into decode-sized products, apart for more
+  // rows) and the fused MLP input (norm, gate . h, up . h, gelu product): odd row lengths,
+  // f32/f16/bf16 and the block types.
   for (DType dt : {DType::kF32, DType::kBF16, DType::kF16, DType::kQ8, DType::kQ4}) {
-    for (auto [rows, ins] : {std::pair{1, 96}, {3, 160}, {5, 64}, {8, 288}, {9, 96}, {2, 37}}) {
+    for (auto [rows, ins] : {std::pair{1, 96}, {3, 160}, {5, 64}, {8, 1056}, {9, 96}, {2, 37}}) {
       if (IsQuantized(dt) && ins % 32) continue;
-      Case(std::string("gate_up_") + DTypeName(dt) + "_" + std::to_string(rows) + "x" + std::to_string(ins), gpu, cpu,
-           1e-10, [&](Side& s) {
-             const int outs = 45;
-             auto make = [&](const std::vector<float>& v) {
-               return IsQuantized(dt) ? s.MakeQuantized(v, 1, outs, ins, dt) : s.MakeWeight(v, 1, outs, ins, dt);
-             };
-             Weight g = make(Random(outs * ins)), u = make(Random(outs * ins));
-             F32 x = s.Floats(Random(rows * ins)), y = s.Floats(std::vector<float>(rows * outs)),
-                 scratch = s.Floats(std::vector<float>(rows * outs));
-             s.be->GateUp(y, scratch, x, g, u, rows);
-             return s.Read(y, rows * outs);
-           });
+      const std::string shape = std::string(DTypeName(dt)) + "_" + std::to_string(rows) + "x" + std::to_string(ins);
+      auto make = [&](Side& s, int outs) {
+        const std::vector<float> v = Random(outs * ins);
+        return IsQuantized(dt) ? s.MakeQuantized(v, 1, outs, ins, dt) : s.MakeWeight(v, 1, outs, ins, dt);
+      };
+      Case("gate_up_" + shape, gpu, cpu, 1e-10, [&](Side& s) {
+        const int outs = 45;
+        Weight g = make(s, outs), u = make(s, outs), norm = s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16);
+        F32 x = s.Floats(Random(rows * ins, 3.0f)), y = s.Floats(std::vector<float>(rows * outs)),
+            up = s.Floats(std::vector<float>(rows * outs)), h = s.Floats(std::vector<float>(rows * ins));
+        s.be->GateUp(y, up, h, x, norm, 1e-6f, g, u, rows);
+        return s.Read(y, rows * outs);
+      });
+      Case("norm_matmul_" + shape, gpu, cpu, 1e-10, [&](Side& s) {
+        const int outs = 29;
+        Weight w = make(s, outs), norm = s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16);
+        F32 x = s.Floats(Random(rows * ins, 3.0f)), y = s.Floats(std::vector<float>(rows * outs)),
+            h = s.Floats(std::vector<float>(rows * ins));
+        s.be->NormMatMul(y, h, x, norm, 1e-6f, w, rows);
+        return s.Read(y, rows * outs);
+      });
     }
   }
+  Case("norm_rope", gpu, cpu, 1e-10, [&](Side& s) {
+    F32 x = s.Floats(Random(3 * 4 * 12, 2.0f));
+    Weight norm = s.MakeWeight(Random(12), 1, 1, 12, DType::kBF16);
+    std::vector<float> inv = {1.0f, 0.3f, 0.01f, 0.0f, 0.0f, 0.0f};
+    const std::vector<int64_t> pos = {0, 7, 1234};
+    s.be->NormRope(x, 3, 4, norm, 1e-6f, inv, pos);
+    return s.Read(x, 3 * 4 * 12);
+  });
+  Case("norm_rope_wide_heads", gpu, cpu, 1e-10, [&](Side& s) {
+    F32 x = s.Floats(Random(2 * 8 * 512));
+    Weight norm = s.MakeWeight(Random(512), 1, 1, 512, DType::kBF16);
+    std::vector<float> inv(256);
+    for (int i = 0; i < 256; ++i) inv[i] = i < 64 ? std::pow(10000.0f, -i / 64.0f) : 0.0f;  // partial rotary
+    const std::vector<int64_t> pos = {5, 300};
+    s.be->NormRope(x, 2, 8, norm, 1e-6f, inv, pos);
+    return s.Read(x, 2 * 8 * 512);
+  });
   for (bool weighted : {true, false}) {
     Case(std::string("add_rms_norm") + (weighted ? "" : "_no_weight"), gpu, cpu, 1e-11, [&](Side& s) {
       Weight w = weighted ? s.MakeWeight(Random(77), 1, 1, 77, DType::kBF16) : Weight{};

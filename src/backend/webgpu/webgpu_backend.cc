@@ -57,7 +57,7 @@ class WeightBuffer final : public Buffer {
 
 enum class Kernel { kRmsNorm, kMatMul, kMatVec, kRope, kAttention, kCacheAppend, kElementwise, kGeluMul, kMoeRoute,
                     kMoeExperts, kArgmax, kBandwidth,
-                    kAttentionCombine, kEmbedIds, kGatherMatVecIds, kTopK, kArgmaxKeyed, kAccept, kMatVecQ, kGateUp };
+                    kAttentionCombine, kEmbedIds, kGatherMatVecIds, kTopK, kArgmaxKeyed, kAccept, kMatVecQ, kGateUp, kNormRope };
 const char* KernelFile(Kernel k) {
   switch (k) {
     case Kernel::kRmsNorm: return "rms_norm";
@@ -80,6 +80,7 @@ const char* KernelFile(Kernel k) {
     case Kernel::kAccept: return "accept";
     case Kernel::kMatVecQ: return "matvec_q";
     case Kernel::kGateUp: return "gate_up";
+    case Kernel::kNormRope: return "norm_rope";
   }
   return "";
 }
@@ -347,31 +348,46 @@ class WebGpuBackend final : public Backend {
     Dispatch(Kernel::kRmsNorm, {&weight}, rows,
              {At(x), At(in), U(rows), U(dim), Fl(eps), U(weight.present()), 1, Fl(scale)});
   }
-  void GateUp(F32 out, F32 up_scratch, F32 in, const Weight& gate, const Weight& up, int rows) override {
-    const auto* gb = static_cast<const WeightBuffer*>(gate.buffer);
-    const auto* ub = static_cast<const WeightBuffer*>(up.buffer);
-    if (rows > 8 || gb->chunks() > 1 || ub->chunks() > 1 || gate.rows != up.rows || gate.cols != up.cols) {
-      MatMul(out, in, gate, rows);
-      MatMul(up_scratch, in, up, rows);
+  void GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& gate,
+              const Weight& up, int rows) override {
+    if (rows > 8 || !norm.present() || Bindings(gate) > 1 || Bindings(up) > 1 || gate.rows != up.rows ||
+        gate.cols != up.cols) {
+      RmsNorm(normed_scratch, in, norm, rows, static_cast<int>(gate.cols), eps);
+      MatMul(out, normed_scratch, gate, rows);
+      MatMul(up_scratch, normed_scratch, up, rows);
       GeluMul(out, out, up_scratch, rows, static_cast<int>(gate.rows), static_cast<int>(up.rows));
       return;
     }
-    // Decode and verification: both rows of each output feature read by one team, in one dispatch.
-    const int variant = rows <= 1 ? 1 : rows <= 2 ? 2 : rows <= 4 ? 4 : 8;
-    Dispatch(Kernel::kGateUp, {&gate, &up}, (gate.rows + 7) / 8, {At(out), At(in), U(rows), U(gate.rows), U(gate.cols)},
-             variant);
+    // Decode and verification: the norm, both rows of each output feature and their product in
+    // one dispatch.
+    Dispatch(Kernel::kGateUp, {&gate, &up, &norm}, (gate.rows + 7) / 8,
+             {At(out), At(in), U(rows), U(gate.rows), U(gate.cols), Fl(eps)}, RowsVariant(rows));
   }
   void MatMul(F32 out, F32 in, const Weight& w, int rows) override {
-    if (rows <= 8) {  // a team per output feature, the weights read once for all rows
-      const int variant = rows <= 1 ? 1 : rows <= 2 ? 2 : rows <= 4 ? 4 : 8;
-      // Quantized weights in one binding take whole words of values at a time.
-      const bool words = IsQuantized(w.dtype) && static_cast<const WeightBuffer*>(w.buffer)->chunks() == 1;
-      Dispatch(words ? Kernel::kMatVecQ : Kernel::kMatVec, {&w}, (w.rows + 7) / 8,
-               {At(out), At(in), U(rows), U(w.rows), U(w.cols)}, variant);
+    if (rows <= 8) {
+      MatVec(out, in, w, nullptr, 0.0f, rows);
       return;
     }
     const uint64_t tiles = static_cast<uint64_t>((rows + 63) / 64) * ((w.rows + 63) / 64);
     Dispatch(Kernel::kMatMul, {&w}, tiles, {At(out), At(in), U(rows), U(w.rows), U(w.cols)});
+  }
+  void NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w,
+                  int rows) override {
+    if (rows <= 8 && norm.present() && Bindings(w) == 1) {  // the norm folded into the product
+      MatVec(out, in, w, &norm, eps, rows);
+      return;
+    }
+    RmsNorm(normed_scratch, in, norm, rows, static_cast<int>(w.cols), eps);
+    MatMul(out, normed_scratch, w, rows);
+  }
+  void NormRope(F32 x, int rows, int heads, const Weight& norm, float eps, std::span<const float> inv_freq,
+                std::span<const int64_t> positions) override {
+    std::vector<uint32_t> pos(positions.size());
+    for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<uint32_t>(positions[i]);
+    const uint32_t pp = HostU32(pos.data(), pos.size());
+    const uint32_t fp = HostU32(inv_freq.data(), inv_freq.size());
+    Dispatch(Kernel::kNormRope, {&norm}, static_cast<uint64_t>(rows) * heads,
+             {At(x), U(rows), U(heads), U(inv_freq.size()), pp, fp, Fl(eps)});
   }
   void Rope(F32 x, int rows, int heads, std::span<const float> inv_freq, std::span<const int64_t> positions) override {
     std::vector<uint32_t> pos(positions.size());
@@ -467,6 +483,19 @@ class WebGpuBackend final : public Backend {
   static uint32_t At(F32 t) { return t.buffer ? U(ArenaOffset(*t.buffer) / 4 + t.offset) : U(t.offset); }
 
   void Fill(F32 out, size_t count, float v) { Elementwise(4, count, out, out, out, v); }
+  static int RowsVariant(int rows) { return rows <= 1 ? 1 : rows <= 2 ? 2 : rows <= 4 ? 4 : 8; }
+  static size_t Bindings(const Weight& w) { return static_cast<const WeightBuffer*>(w.buffer)->chunks(); }
+  static constexpr int kNormed = 16;  // variant bit: the input rms-normed with W2 on the way in
+  // Up to 8 rows: a team per output feature, the weights read once for all rows; quantized
+  // weights in one binding take whole words of values at a time. With a norm weight, the input
+  // is rms-normed on the way in.
+  void MatVec(F32 out, F32 in, const Weight& w, const Weight* norm, float eps, int rows) {
+    const Kernel k = IsQuantized(w.dtype) && Bindings(w) == 1 ? Kernel::kMatVecQ : Kernel::kMatVec;
+    std::vector<const Weight*> ws = {&w};
+    if (norm) ws.push_back(norm);
+    Dispatch(k, ws, (w.rows + 7) / 8, {At(out), At(in), U(rows), U(w.rows), U(w.cols), Fl(eps)},
+             RowsVariant(rows) | (norm ? kNormed : 0));
+  }
   void Elementwise(uint32_t op, size_t count, F32 out, F32 a, F32 b, float s) {
     Record(Kernel::kElementwise, {}, count, {op, U(count), At(out), At(a), At(b), Fl(s)});
   }
@@ -536,7 +565,8 @@ class WebGpuBackend final : public Backend {
                                         : "return lp1(j);";
     src.replace(src.find("W1P_READ"), 8, read_pair);
     src += WgslSource(KernelFile(k));
-    ReplaceAll(src, "VARIANT", std::to_string(variant));
+    ReplaceAll(src, "VARIANT", std::to_string(variant & 15));
+    ReplaceAll(src, "NORMEDv", (variant & kNormed) ? "true" : "false");
     ReplaceAll(src, "QBITS", d[0] == static_cast<int>(DType::kQ4) ? "4" : "8");
     g4_gpu_register_kernel(id, src.data(), static_cast<uint32_t>(src.size()), name.data(), static_cast<uint32_t>(name.size()));
     kernel_ids_[key] = id;

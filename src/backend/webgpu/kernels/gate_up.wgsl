@@ -1,10 +1,12 @@
-// out[r, o] = gelu_tanh(in[r] . gate[o]) * (in[r] . up[o]) for a few rows (decode, verification):
-// the MLP's two input projections and their product in one dispatch. Eight teams of 32 threads
-// per workgroup, a team per output feature reading its gate row (W1) and up row (W2) once for
-// all rows, as matvec.wgsl does for one matrix. P: out, in, rows, out_features, in_features.
+// out[r, o] = gelu_tanh(h[r] . gate[o]) * (h[r] . up[o]), h = rmsnorm(in) * W3, for a few rows
+// (decode, verification): the MLP's norm, two input projections and their product in one
+// dispatch. Eight teams of 32 threads per workgroup, a team per output feature reading its gate
+// row (W1) and up row (W2) once for all rows, as matvec.wgsl does for one matrix, and summing the
+// squares of the inputs on the way. P: out, in, rows, out_features, in_features, eps.
 const ROWS = VARIANTu;
 var<workgroup> red: array<f32, 256>;
 var<workgroup> red_up: array<f32, 256>;
+var<workgroup> red_sq: array<f32, 256>;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
@@ -14,6 +16,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   let x = pu(1u);
   var g: array<f32, ROWS>;
   var u: array<f32, ROWS>;
+  var sq: array<f32, ROWS>;
   if (o < outs) {
     if ((ins & 1u) == 0u) {
       let half = ins >> 1u;
@@ -26,7 +29,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         for (var r = 0u; r < ROWS; r++) {
           if (r < rows) {
             let xi = x + r * ins + 2u * j;
-            let a = vec4<f32>(A[xi], A[xi + 1u], A[xi + 64u], A[xi + 65u]);
+            let xv = vec4<f32>(A[xi], A[xi + 1u], A[xi + 64u], A[xi + 65u]);
+            sq[r] += dot(xv, xv);
+            let a = xv * vec4<f32>(lp3(j), lp3(j + 32u));
             g[r] += dot(vec4<f32>(g0, g1), a);
             u[r] += dot(vec4<f32>(u0, u1), a);
           }
@@ -37,7 +42,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         for (var r = 0u; r < ROWS; r++) {
           if (r < rows) {
             let xi = x + r * ins + 2u * j;
-            let a = vec2<f32>(A[xi], A[xi + 1u]);
+            let xv = vec2<f32>(A[xi], A[xi + 1u]);
+            sq[r] += dot(xv, xv);
+            let a = xv * lp3(j);
             g[r] += dot(gw, a);
             u[r] += dot(uw, a);
           }
@@ -49,8 +56,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         let gw = w1(base + i); let uw = ld2(base + i);
         for (var r = 0u; r < ROWS; r++) {
           if (r < rows) {
-            g[r] += gw * A[x + r * ins + i];
-            u[r] += uw * A[x + r * ins + i];
+            let xv = A[x + r * ins + i];
+            sq[r] += xv * xv;
+            g[r] += gw * xv * ld3(i);
+            u[r] += uw * xv * ld3(i);
           }
         }
       }
@@ -59,15 +68,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   for (var r = 0u; r < ROWS; r++) {
     red[lid.x] = g[r];
     red_up[lid.x] = u[r];
+    red_sq[lid.x] = sq[r];
     workgroupBarrier();
     for (var h = 16u; h > 0u; h >>= 1u) {
       if (lane < h) {
         red[lid.x] += red[lid.x + h];
         red_up[lid.x] += red_up[lid.x + h];
+        red_sq[lid.x] += red_sq[lid.x + h];
       }
       workgroupBarrier();
     }
-    if (lane == 0u && o < outs && r < rows) { A[pu(0u) + r * outs + o] = gelu_tanh(red[lid.x]) * red_up[lid.x]; }
+    if (lane == 0u && o < outs && r < rows) {
+      let inv = 1.0 / sqrt(red_sq[lid.x] / f32(ins) + pf(5u));
+      A[pu(0u) + r * outs + o] = gelu_tanh(red[lid.x] * inv) * (red_up[lid.x] * inv);
+    }
     workgroupBarrier();
   }
 }

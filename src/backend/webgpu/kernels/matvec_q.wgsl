@@ -2,15 +2,20 @@
 // q8 (BITS 8) or q4 (BITS 4) in superblocks of 64 values (a word of two float16 scales, then the
 // values; see webgpu_backend.cc). A team of 32 threads per output feature, each lane taking one
 // whole word of values at a time (four in flight) and applying its group's scale once.
-// P: out, in, rows, out_features, in_features. ROWS (1, 2, 4 or 8) and BITS are fixed when compiled.
+// P: out, in, rows, out_features, in_features, eps. ROWS (1, 2, 4 or 8) and BITS are fixed when
+// compiled; NORMED as in matvec.wgsl (the input rms-normed with the weight W2 on the way in).
 const ROWS = VARIANTu;
+const NORMED = NORMEDv;
 const BITS = QBITSu;
 const PER_WORD = 32u / BITS;
 const SB_WORDS = 1u + 64u / PER_WORD;
 var<workgroup> red: array<f32, 256>;
+var<workgroup> red_sq: array<f32, 256>;
 
-// acc[r] += s * (the word's values . in[r, xi ..]) for each row.
-fn word_dot(acc: ptr<function, array<f32, ROWS>>, v: u32, s: f32, xi: u32, rows: u32, ins: u32) {
+// acc[r] += s * (the word's values . in[r, xi ..]) for each row (columns col ..; normed: the inputs
+// times the norm weight, their squares summed into sq).
+fn word_dot(acc: ptr<function, array<f32, ROWS>>, sq: ptr<function, array<f32, ROWS>>, v: u32, s: f32, xi: u32,
+            col: u32, rows: u32, ins: u32) {
   var q: array<f32, PER_WORD>;
   for (var k = 0u; k < PER_WORD; k++) {
     if (BITS == 8u) {
@@ -22,7 +27,15 @@ fn word_dot(acc: ptr<function, array<f32, ROWS>>, v: u32, s: f32, xi: u32, rows:
   for (var r = 0u; r < ROWS; r++) {
     if (r < rows) {
       var d = 0.0;
-      for (var k = 0u; k < PER_WORD; k++) { d += q[k] * A[xi + r * ins + k]; }
+      for (var k = 0u; k < PER_WORD; k++) {
+        let xv = A[xi + r * ins + k];
+        if (NORMED) {
+          (*sq)[r] += xv * xv;
+          d += q[k] * xv * ld2(col + k);
+        } else {
+          d += q[k] * xv;
+        }
+      }
       (*acc)[r] += d * s;
     }
   }
@@ -35,6 +48,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   let rows = pu(2u); let outs = pu(3u); let ins = pu(4u);
   let x = pu(1u);
   var acc: array<f32, ROWS>;
+  var sq: array<f32, ROWS>;
   if (o < outs) {
     let base = o * ins;
     let words = ins / PER_WORD;
@@ -49,23 +63,34 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         s[k] = unpack2x16float(W1[sb])[(e >> 5u) & 1u];
         v[k] = W1[sb + 1u + (e & 63u) / PER_WORD];
       }
-      for (var k = 0u; k < 4u; k++) { word_dot(&acc, v[k], s[k], x + (t + 32u * k) * PER_WORD, rows, ins); }
+      for (var k = 0u; k < 4u; k++) {
+        let col = (t + 32u * k) * PER_WORD;
+        word_dot(&acc, &sq, v[k], s[k], x + col, col, rows, ins);
+      }
     }
     for (; t < words; t += 32u) {
       let e = base + t * PER_WORD;
       let sb = (e >> 6u) * SB_WORDS;
-      word_dot(&acc, W1[sb + 1u + (e & 63u) / PER_WORD], unpack2x16float(W1[sb])[(e >> 5u) & 1u], x + t * PER_WORD,
-               rows, ins);
+      word_dot(&acc, &sq, W1[sb + 1u + (e & 63u) / PER_WORD], unpack2x16float(W1[sb])[(e >> 5u) & 1u],
+               x + t * PER_WORD, t * PER_WORD, rows, ins);
     }
   }
   for (var r = 0u; r < ROWS; r++) {
     red[lid.x] = acc[r];
+    red_sq[lid.x] = sq[r];
     workgroupBarrier();
     for (var h = 16u; h > 0u; h >>= 1u) {
-      if (lane < h) { red[lid.x] += red[lid.x + h]; }
+      if (lane < h) {
+        red[lid.x] += red[lid.x + h];
+        if (NORMED) { red_sq[lid.x] += red_sq[lid.x + h]; }
+      }
       workgroupBarrier();
     }
-    if (lane == 0u && o < outs && r < rows) { A[pu(0u) + r * outs + o] = red[lid.x]; }
+    if (lane == 0u && o < outs && r < rows) {
+      var v = red[lid.x];
+      if (NORMED) { v *= 1.0 / sqrt(red_sq[lid.x] / f32(ins) + pf(5u)); }
+      A[pu(0u) + r * outs + o] = v;
+    }
     workgroupBarrier();
   }
 }
