@@ -70,7 +70,12 @@ export function createMemoryWasi({ files, stdout = () => {}, stderr = () => {}, 
       view().setBigUint64(out + 32, BigInt(data.length), true);
       return ESUCCESS;
     },
+    // The file system is read-only: creating, renaming and removing (which synth and the safetensors
+    // writer may ask for) are refused.
     path_create_directory() { return ENOSYS; },
+    path_rename() { return ENOSYS; },
+    path_unlink_file() { return ENOSYS; },
+    path_remove_directory() { return ENOSYS; },
     fd_read(fd, iovs, count, nread) {
       const f = open.get(fd);
       if (!f) return EBADF;

@@ -564,6 +564,10 @@ class WebGpuBackend final : public Backend {
                                           "if (j < 2u * s) { return lp2(j - s); } return lp3(j - 2u * s);"
                                         : "return lp1(j);";
     src.replace(src.find("W1P_READ"), 8, read_pair);
+    // The matrix-vector kernels share their teams' reduction.
+    if (k == Kernel::kMatVec || k == Kernel::kMatVecQ || k == Kernel::kGateUp || k == Kernel::kGatherMatVecIds) {
+      src += WgslSource("team");
+    }
     src += WgslSource(KernelFile(k));
     ReplaceAll(src, "VARIANT", std::to_string(variant & 15));
     ReplaceAll(src, "NORMEDv", (variant & kNormed) ? "true" : "false");

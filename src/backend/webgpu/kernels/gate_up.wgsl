@@ -4,9 +4,6 @@
 // row (W1) and up row (W2) once for all rows, as matvec.wgsl does for one matrix, and summing the
 // squares of the inputs on the way. P: out, in, rows, out_features, in_features, eps.
 const ROWS = VARIANTu;
-var<workgroup> red: array<f32, 256>;
-var<workgroup> red_up: array<f32, 256>;
-var<workgroup> red_sq: array<f32, 256>;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
@@ -66,22 +63,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
   }
   for (var r = 0u; r < ROWS; r++) {
-    red[lid.x] = g[r];
-    red_up[lid.x] = u[r];
-    red_sq[lid.x] = sq[r];
-    workgroupBarrier();
-    for (var h = 16u; h > 0u; h >>= 1u) {
-      if (lane < h) {
-        red[lid.x] += red[lid.x + h];
-        red_up[lid.x] += red_up[lid.x + h];
-        red_sq[lid.x] += red_sq[lid.x + h];
-      }
-      workgroupBarrier();
-    }
+    let s = team_sums(lid.x, lane, vec4<f32>(g[r], u[r], sq[r], 0.0));
     if (lane == 0u && o < outs && r < rows) {
-      let inv = 1.0 / sqrt(red_sq[lid.x] / f32(ins) + pf(5u));
-      A[pu(0u) + r * outs + o] = gelu_tanh(red[lid.x] * inv) * (red_up[lid.x] * inv);
+      let inv = 1.0 / sqrt(s.z / f32(ins) + pf(5u));
+      A[pu(0u) + r * outs + o] = gelu_tanh(s.x * inv) * (s.y * inv);
     }
-    workgroupBarrier();
   }
 }

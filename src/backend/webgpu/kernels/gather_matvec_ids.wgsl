@@ -1,6 +1,5 @@
 // out[j] = in . w[rows[j]], the rows read from the arena as floats. A team of 32 threads per row,
 // eight per workgroup. P: out, in, rows, count, cols
-var<workgroup> red: array<f32, 256>;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
@@ -12,11 +11,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let base = u32(A[pu(2u) + j]) * cols;
     for (var i = lane; i < cols; i += 32u) { s += A[pu(1u) + i] * w1(base + i); }
   }
-  red[lid.x] = s;
-  workgroupBarrier();
-  for (var h = 16u; h > 0u; h >>= 1u) {
-    if (lane < h) { red[lid.x] += red[lid.x + h]; }
-    workgroupBarrier();
-  }
-  if (lane == 0u && j < pu(3u)) { A[pu(0u) + j] = red[lid.x]; }
+  let sum = team_sums(lid.x, lane, vec4<f32>(s, 0.0, 0.0, 0.0)).x;
+  if (lane == 0u && j < pu(3u)) { A[pu(0u) + j] = sum; }
 }

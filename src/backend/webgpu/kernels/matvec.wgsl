@@ -6,8 +6,6 @@
 // the sum of squares gathered by the same loop (every team reads all of its rows' inputs).
 const ROWS = VARIANTu;
 const NORMED = NORMEDv;
-var<workgroup> red: array<f32, 256>;
-var<workgroup> red_sq: array<f32, 256>;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
@@ -76,21 +74,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
   }
   for (var r = 0u; r < ROWS; r++) {
-    red[lid.x] = acc[r];
-    red_sq[lid.x] = sq[r];
-    workgroupBarrier();
-    for (var h = 16u; h > 0u; h >>= 1u) {
-      if (lane < h) {
-        red[lid.x] += red[lid.x + h];
-        if (NORMED) { red_sq[lid.x] += red_sq[lid.x + h]; }
-      }
-      workgroupBarrier();
-    }
+    let s = team_sums(lid.x, lane, vec4<f32>(acc[r], sq[r], 0.0, 0.0));
     if (lane == 0u && o < outs && r < rows) {
-      var v = red[lid.x];
-      if (NORMED) { v *= 1.0 / sqrt(red_sq[lid.x] / f32(ins) + pf(5u)); }
+      var v = s.x;
+      if (NORMED) { v *= 1.0 / sqrt(s.y / f32(ins) + pf(5u)); }
       A[pu(0u) + r * outs + o] = v;
     }
-    workgroupBarrier();
   }
 }

@@ -9,8 +9,6 @@ const NORMED = NORMEDv;
 const BITS = QBITSu;
 const PER_WORD = 32u / BITS;
 const SB_WORDS = 1u + 64u / PER_WORD;
-var<workgroup> red: array<f32, 256>;
-var<workgroup> red_sq: array<f32, 256>;
 
 // acc[r] += s * (the word's values . in[r, xi ..]) for each row (columns col ..; normed: the inputs
 // times the norm weight, their squares summed into sq).
@@ -76,21 +74,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
   }
   for (var r = 0u; r < ROWS; r++) {
-    red[lid.x] = acc[r];
-    red_sq[lid.x] = sq[r];
-    workgroupBarrier();
-    for (var h = 16u; h > 0u; h >>= 1u) {
-      if (lane < h) {
-        red[lid.x] += red[lid.x + h];
-        if (NORMED) { red_sq[lid.x] += red_sq[lid.x + h]; }
-      }
-      workgroupBarrier();
-    }
+    let s = team_sums(lid.x, lane, vec4<f32>(acc[r], sq[r], 0.0, 0.0));
     if (lane == 0u && o < outs && r < rows) {
-      var v = red[lid.x];
-      if (NORMED) { v *= 1.0 / sqrt(red_sq[lid.x] / f32(ins) + pf(5u)); }
+      var v = s.x;
+      if (NORMED) { v *= 1.0 / sqrt(s.y / f32(ins) + pf(5u)); }
       A[pu(0u) + r * outs + o] = v;
     }
-    workgroupBarrier();
   }
 }
