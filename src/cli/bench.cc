@@ -165,7 +165,9 @@ int RunBench(const std::vector<std::string>& argv) {
   for (const Status* s : {&prompt_tokens.status(), &decode_tokens.status(), &threads.status(), &bw_mib.status()}) {
     if (!s->ok()) return Fail(*s);
   }
-  auto made = MakeBackend(a);
+  auto k = a.GetInt("draft-tokens", 2, 1, kMaxDraftTokens);
+  if (!k.ok()) return Fail(k.status());
+  auto made = MakeBackend(a, *prompt_tokens + 2 * *decode_tokens + *k + 2, static_cast<int>(*prompt_tokens));
   if (!made.ok()) return Fail(made.status());
   std::unique_ptr<Backend> backend = std::move(made).value();
   int nthreads = 1;
@@ -216,8 +218,6 @@ int RunBench(const std::vector<std::string>& argv) {
     if (!s.ok()) return Fail(s);
   }
   if (a.Has("assistant")) {
-    auto k = a.GetInt("draft-tokens", 2, 1, 8);
-    if (!k.ok()) return Fail(k.status());
     Status s = BenchSpeculative(**model, a.Get("assistant"), *backend, prompt, static_cast<int>(*k),
                                 static_cast<int>(*decode_tokens));
     if (!s.ok()) return Fail(s);

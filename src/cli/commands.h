@@ -10,7 +10,9 @@
 namespace g4::cli {
 
 // The backend --backend names (cpu by default; webgpu in the WebAssembly build), with --threads.
-Result<std::unique_ptr<Backend>> MakeBackend(const Args& a);
+// The WebGPU arena (activations and K/V caches) is sized for the model in --model running a
+// context of `positions` in batches of up to `rows`, with room for an assistant.
+Result<std::unique_ptr<Backend>> MakeBackend(const Args& a, int64_t positions, int rows);
 
 // Each returns the process exit code; errors go to stderr.
 int RunGenerate(const std::vector<std::string>& args);

@@ -15,12 +15,19 @@
 #include "tokenizer/tokenizer.h"
 
 namespace g4::cli {
-Result<std::unique_ptr<Backend>> MakeBackend(const Args& a) {
+Result<std::unique_ptr<Backend>> MakeBackend(const Args& a, int64_t positions, int rows) {
   const std::string name = a.Get("backend", "cpu");
   G4_ASSIGN_OR_RETURN(long long threads, a.GetInt("threads", 0, 0, 1024));
   if (name == "cpu") return MakeCpuBackend(static_cast<int>(threads));
 #ifdef __wasi__
-  if (name == "webgpu") return MakeWebGpuBackend(1ull << 30);
+  if (name == "webgpu") {
+    // What the target needs, plus room for the assistant's scratch, wider logits, the backend's
+    // own regions and allocation rounding.
+    G4_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(a.Get("model")));
+    const Model::MemoryEstimate m = Model::EstimateMemory(config, positions, rows);
+    constexpr uint64_t kSlack = 64ull << 20;
+    return MakeWebGpuBackend(m.kv_cache + m.activations + kSlack);
+  }
   return InvalidArgument("--backend: '" + name + "' is not one of webgpu, cpu");
 #else
   return InvalidArgument("--backend: '" + name + "' is not available in this build (cpu)");
@@ -81,7 +88,8 @@ int RunGenerate(const std::vector<std::string>& argv) {
                           &top_p.status(), &seed.status(), &top_logits.status(), &draft_tokens.status()}) {
     if (!s->ok()) return Fail(*s);
   }
-  auto backend = MakeBackend(a);
+  const int64_t positions = static_cast<int64_t>(prompt.size()) + *max_new + *draft_tokens + 2;
+  auto backend = MakeBackend(a, positions, static_cast<int>(std::min<size_t>(prompt.size(), Model::kPrefillChunk)));
   if (!backend.ok()) return Fail(backend.status());
   auto model = Model::Load(a.Get("model"), **backend);
   if (!model.ok()) return Fail(model.status());

@@ -95,8 +95,7 @@ Result<std::unique_ptr<KvCache>> Model::NewCache(int64_t max_positions, int rese
   return cache;
 }
 
-std::vector<size_t> Model::ScratchFloats(int rows) const {
-  const ModelConfig& c = config_;
+std::vector<size_t> Model::ScratchFloats(const ModelConfig& c, int rows) {
   int max_q = 0, max_inter = 0;
   for (const auto& l : c.layers) {
     max_q = std::max(max_q, l.heads * l.head_dim);
@@ -109,11 +108,15 @@ std::vector<size_t> Model::ScratchFloats(int rows) const {
 }
 
 Model::MemoryEstimate Model::EstimateMemory(int64_t positions) const {
-  MemoryEstimate m;
+  MemoryEstimate m = EstimateMemory(config_, positions, static_cast<int>(std::min<int64_t>(positions, kPrefillChunk)));
   for (const auto& [dtype, b] : report_.bytes_by_dtype) m.weights += b;
-  const int rows = static_cast<int>(std::min<int64_t>(positions, kPrefillChunk));
-  for (size_t f : ScratchFloats(rows)) m.activations += f * sizeof(float);
-  for (const LayerConfig& l : config_.layers) {
+  return m;
+}
+
+Model::MemoryEstimate Model::EstimateMemory(const ModelConfig& config, int64_t positions, int rows) {
+  MemoryEstimate m;
+  for (size_t f : ScratchFloats(config, rows)) m.activations += f * sizeof(float);
+  for (const LayerConfig& l : config.layers) {
     if (l.kv_shared) continue;
     const int64_t capacity = l.window ? std::min<int64_t>(positions, std::max(1, l.window - 1)) : positions;
     m.kv_cache += 2ull * capacity * l.kv_heads * l.head_dim * sizeof(float);
@@ -133,7 +136,7 @@ Result<std::span<const int32_t>> Model::PrefillHead(std::span<const int32_t> pro
 Status Model::EnsureScratch(int rows) {
   if (rows <= scratch_rows_) return Status::Ok();
   const ModelConfig& c = config_;
-  const std::vector<size_t> sizes = ScratchFloats(rows);
+  const std::vector<size_t> sizes = ScratchFloats(config_, rows);
   const size_t n = rows;
   std::vector<std::unique_ptr<Buffer>> scratch(kNumSlots), ks(c.num_layers), vs(c.num_layers);
   for (int i = 0; i < kNumSlots; ++i) {

@@ -69,6 +69,8 @@ class Model {
     uint64_t total() const { return weights + kv_cache + activations; }
   };
   MemoryEstimate EstimateMemory(int64_t positions) const;
+  // The same before loading (weights 0): K/V of `positions`, activations of batches of `rows`.
+  static MemoryEstimate EstimateMemory(const ModelConfig& config, int64_t positions, int rows);
 
   // A cache for up to `max_positions` positions. Sliding rings keep the last window - 1
   // positions, or `sliding_keep` when more is read (the assistant reads window + 1), plus
@@ -95,7 +97,7 @@ class Model {
   Model(ModelConfig config, std::unique_ptr<Checkpoint> ckpt, Backend& backend)
       : config_(std::move(config)), ckpt_(std::move(ckpt)), backend_(backend) {}
   Status EnsureScratch(int rows);
-  std::vector<size_t> ScratchFloats(int rows) const;  // per slot
+  static std::vector<size_t> ScratchFloats(const ModelConfig& c, int rows);  // per slot
   // Layers and final norm over host tokens, or (when `device_ids` is set) n ids on the backend.
   Status Run(std::span<const int32_t> tokens, KvCache& cache, F32 device_ids = F32{}, int n = 0);
   Result<F32> Head(int n, int rows);  // softcapped logits of the last `rows` of n rows, on the backend
