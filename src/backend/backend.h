@@ -1,8 +1,7 @@
 // The backend interface: buffers and the ops the Gemma 4 forward pass is written against.
 // Activations are float32; weights stay in their stored dtype (f32, f16, bf16, or the q8/q4
-// block types of base/quant.h). Small integer
-// inputs (token ids, positions) are passed as host spans. A backend may run ops asynchronously;
-// Download waits for everything issued before it.
+// block types of base/quant.h). Small integer inputs (token ids, positions) are passed as host
+// spans. A backend may run ops asynchronously; Download waits for everything issued before it.
 #pragma once
 
 #include <cstddef>
