@@ -62,18 +62,6 @@ class CountingBackend final : public Backend {
   void AcceptDrafts(F32 o, F32 d, F32 t, int k) override { inner_->AcceptDrafts(In(o), In(d), In(t), k); }
   void RmsNorm(F32 o, F32 i, const Weight& w, int r, int d, float e) override { inner_->RmsNorm(In(o), In(i), In(w), r, d, e); }
   void MatMul(F32 o, F32 i, const Weight& w, int r) override { inner_->MatMul(In(o), In(i), In(w), r); }
-  void AddRmsNorm(F32 x, F32 i, const Weight& w, int r, int d, float e, float s) override {
-    inner_->AddRmsNorm(In(x), In(i), In(w), r, d, e, s);
-  }
-  void NormMatMul(F32 o, F32 h, F32 i, const Weight& n, float e, const Weight& w, int r) override {
-    inner_->NormMatMul(In(o), In(h), In(i), In(n), e, In(w), r);
-  }
-  void GateUp(F32 o, F32 u, F32 h, F32 i, const Weight& n, float e, const Weight& g, const Weight& up, int r) override {
-    inner_->GateUp(In(o), In(u), In(h), In(i), In(n), e, In(g), In(up), r);
-  }
-  void NormRope(F32 x, int r, int h, const Weight& n, float e, std::span<const float> f, std::span<const int64_t> p) override {
-    inner_->NormRope(In(x), r, h, In(n), e, f, p);
-  }
   void Rope(F32 x, int r, int h, std::span<const float> f, std::span<const int64_t> p) override { inner_->Rope(In(x), r, h, f, p); }
   void Attention(F32 o, F32 q, F32 k, F32 v, F32 kc, F32 vc, const AttentionShape& s) override {
     inner_->Attention(In(o), In(q), In(k), In(v), In(kc), In(vc), s);

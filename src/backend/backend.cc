@@ -4,6 +4,32 @@
 
 namespace g4 {
 
+void Backend::AddRmsNorm(F32 x, F32 in, const Weight& weight, int rows, int dim, float eps, float scale) {
+  const size_t count = static_cast<size_t>(rows) * dim;
+  RmsNorm(in, in, weight, rows, dim, eps);
+  Add(x, x, in, count);
+  if (scale != 1.0f) Scale(x, count, scale);
+}
+
+void Backend::NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w, int rows) {
+  RmsNorm(normed_scratch, in, norm, rows, static_cast<int>(w.cols), eps);
+  MatMul(out, normed_scratch, w, rows);
+}
+
+void Backend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, const Weight& norm, float eps,
+                     const Weight& gate, const Weight& up, int rows) {
+  RmsNorm(normed_scratch, in, norm, rows, static_cast<int>(gate.cols), eps);
+  MatMul(out, normed_scratch, gate, rows);
+  MatMul(up_scratch, normed_scratch, up, rows);
+  GeluMul(out, out, up_scratch, rows, static_cast<int>(gate.rows), static_cast<int>(up.rows));
+}
+
+void Backend::NormRope(F32 x, int rows, int heads, const Weight& norm, float eps, std::span<const float> inv_freq,
+                       std::span<const int64_t> positions) {
+  RmsNorm(x, x, norm, rows * heads, static_cast<int>(inv_freq.size() * 2), eps);
+  Rope(x, rows, heads, inv_freq, positions);
+}
+
 Status CheckQuantizedSource(DType type, uint64_t elements, const Reader& values, uint64_t values_offset,
                             const Reader& scales, uint64_t scales_offset) {
   if (!IsQuantized(type)) return InvalidArgument(std::string("quantized weights of type ") + DTypeName(type));

@@ -68,6 +68,8 @@ struct MoeShape {
   int expert_width = 0;  // moe_intermediate_size
 };
 
+// The fused ops (AddRmsNorm, NormMatMul, GateUp, NormRope) default to the ops they fuse
+// (backend.cc); a backend overrides them where one kernel does better.
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -94,18 +96,18 @@ class Backend {
   virtual void RmsNorm(F32 out, F32 in, const Weight& weight, int rows, int dim, float eps) = 0;
   // x[r, :] = (x[r, :] + rmsnorm(in[r, :]) * weight) * scale        (rows, dim): a block's output
   // joining the residual stream; `in` may be overwritten
-  virtual void AddRmsNorm(F32 x, F32 in, const Weight& weight, int rows, int dim, float eps, float scale) = 0;
+  virtual void AddRmsNorm(F32 x, F32 in, const Weight& weight, int rows, int dim, float eps, float scale);
   // out[r, o] = sum_i in[r, i] * w[o, i]                             in: (rows, w.cols), out: (rows, w.rows)
   virtual void MatMul(F32 out, F32 in, const Weight& w, int rows) = 0;
   // out[r, :] = w . (rmsnorm(in[r, :]) * norm): a projection of a normed input   in: (rows, w.cols);
   // normed_scratch: (rows, w.cols), which the op may overwrite
   virtual void NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w,
-                          int rows) = 0;
+                          int rows);
   // out[r, o] = gelu_tanh(h[r] . gate[o]) * (h[r] . up[o]) with h = rmsnorm(in) * norm
   // in: (rows, gate.cols), out: (rows, gate.rows); the op may overwrite up_scratch (rows, up.rows)
   // and normed_scratch (rows, gate.cols)
   virtual void GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, const Weight& norm, float eps,
-                      const Weight& gate, const Weight& up, int rows) = 0;
+                      const Weight& gate, const Weight& up, int rows);
   // Rotate-half RoPE on x: (rows, heads, inv_freq.size() * 2), row r at positions[r].
   virtual void Rope(F32 x, int rows, int heads, std::span<const float> inv_freq,
                     std::span<const int64_t> positions) = 0;
@@ -119,7 +121,7 @@ class Backend {
   // Per head: x[r, h, :] = rope(rmsnorm(x[r, h, :]) * norm) at positions[r], as RmsNorm then Rope
   // (the query and key norms of attention)          x: (rows, heads, inv_freq.size() * 2)
   virtual void NormRope(F32 x, int rows, int heads, const Weight& norm, float eps, std::span<const float> inv_freq,
-                        std::span<const int64_t> positions) = 0;
+                        std::span<const int64_t> positions);
   // out[r, c] = gelu_tanh(gate[r, c]) * up[r * up_stride + c]        (rows, cols)
   virtual void GeluMul(F32 out, F32 gate, F32 up, int rows, int cols, int up_stride) = 0;
   // out = a + b                                                      (count)

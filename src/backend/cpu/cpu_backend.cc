@@ -165,33 +165,6 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void AddRmsNorm(F32 x, F32 in, const Weight& weight, int rows, int dim, float eps, float scale) override {
-    RmsNorm(in, in, weight, rows, dim, eps);
-    float* xp = Ptr(x);
-    const float* y = Ptr(in);
-    for (size_t i = 0; i < static_cast<size_t>(rows) * dim; ++i) xp[i] = (xp[i] + y[i]) * scale;
-  }
-
-  void NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w,
-                  int rows) override {
-    RmsNorm(normed_scratch, in, norm, rows, static_cast<int>(w.cols), eps);
-    MatMul(out, normed_scratch, w, rows);
-  }
-
-  void GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& gate,
-              const Weight& up, int rows) override {
-    RmsNorm(normed_scratch, in, norm, rows, static_cast<int>(gate.cols), eps);
-    MatMul(out, normed_scratch, gate, rows);
-    MatMul(up_scratch, normed_scratch, up, rows);
-    GeluMul(out, out, up_scratch, rows, static_cast<int>(gate.rows), static_cast<int>(up.rows));
-  }
-
-  void NormRope(F32 x, int rows, int heads, const Weight& norm, float eps, std::span<const float> inv_freq,
-                std::span<const int64_t> positions) override {
-    RmsNorm(x, x, norm, rows * heads, static_cast<int>(inv_freq.size() * 2), eps);
-    Rope(x, rows, heads, inv_freq, positions);
-  }
-
   void MatMul(F32 out, F32 in, const Weight& w, int rows) override {
     cpu::MatMul(Ptr(in), rows, w.cols, WeightData(w), w.dtype, w.rows, w.cols, Ptr(out), w.rows);
   }

@@ -352,10 +352,7 @@ class WebGpuBackend final : public Backend {
               const Weight& up, int rows) override {
     if (rows > 8 || !norm.present() || Bindings(gate) > 1 || Bindings(up) > 1 || gate.rows != up.rows ||
         gate.cols != up.cols) {
-      RmsNorm(normed_scratch, in, norm, rows, static_cast<int>(gate.cols), eps);
-      MatMul(out, normed_scratch, gate, rows);
-      MatMul(up_scratch, normed_scratch, up, rows);
-      GeluMul(out, out, up_scratch, rows, static_cast<int>(gate.rows), static_cast<int>(up.rows));
+      Backend::GateUp(out, up_scratch, normed_scratch, in, norm, eps, gate, up, rows);
       return;
     }
     // Decode and verification: the norm, both rows of each output feature and their product in
@@ -377,23 +374,16 @@ class WebGpuBackend final : public Backend {
       MatVec(out, in, w, &norm, eps, rows);
       return;
     }
-    RmsNorm(normed_scratch, in, norm, rows, static_cast<int>(w.cols), eps);
-    MatMul(out, normed_scratch, w, rows);
+    Backend::NormMatMul(out, normed_scratch, in, norm, eps, w, rows);
   }
   void NormRope(F32 x, int rows, int heads, const Weight& norm, float eps, std::span<const float> inv_freq,
                 std::span<const int64_t> positions) override {
-    std::vector<uint32_t> pos(positions.size());
-    for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<uint32_t>(positions[i]);
-    const uint32_t pp = HostU32(pos.data(), pos.size());
-    const uint32_t fp = HostU32(inv_freq.data(), inv_freq.size());
+    const auto [pp, fp] = RopeTables(inv_freq, positions);
     Dispatch(Kernel::kNormRope, {&norm}, static_cast<uint64_t>(rows) * heads,
              {At(x), U(rows), U(heads), U(inv_freq.size()), pp, fp, Fl(eps)});
   }
   void Rope(F32 x, int rows, int heads, std::span<const float> inv_freq, std::span<const int64_t> positions) override {
-    std::vector<uint32_t> pos(positions.size());
-    for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<uint32_t>(positions[i]);
-    const uint32_t pp = HostU32(pos.data(), pos.size());
-    const uint32_t fp = HostU32(inv_freq.data(), inv_freq.size());
+    const auto [pp, fp] = RopeTables(inv_freq, positions);
     Record(Kernel::kRope, {}, static_cast<uint64_t>(rows) * heads * inv_freq.size(),
            {At(x), U(rows), U(heads), U(inv_freq.size()), pp, fp});
   }
@@ -511,6 +501,13 @@ class WebGpuBackend final : public Backend {
       }
     }
     return F32{nullptr, HostU32(f.data(), f.size())};
+  }
+
+  // RoPE's positions (as u32) and frequencies in the host region: their word offsets.
+  std::pair<uint32_t, uint32_t> RopeTables(std::span<const float> inv_freq, std::span<const int64_t> positions) {
+    std::vector<uint32_t> pos(positions.size());
+    for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<uint32_t>(positions[i]);
+    return {HostU32(pos.data(), pos.size()), HostU32(inv_freq.data(), inv_freq.size())};
   }
 
   // Small host arrays go to the arena's host region, written before the submit that reads them.
