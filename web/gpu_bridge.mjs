@@ -223,6 +223,14 @@ export function createGpuImports(device, memory, pending) {
       return device.limits.maxStorageBufferBindingSize;
     },
     lastError: () => error,
+    // Destroys what the bridge itself made (the module's buffers are the module's to destroy).
+    dispose() {
+      uniforms.destroy();
+      dummy.destroy();
+      profile.querySet?.destroy();
+      profile.querySet = null;
+      groups.clear();
+    },
     profileSnapshot,
     // Buffers the module made and has not destroyed (unloading must bring this back to 0).
     liveBuffers: () => buffers.filter((b) => b !== null).length,

@@ -1,7 +1,9 @@
-// The few WASI calls the module makes, for browsers: files come from an in-memory map (path ->
-// Uint8Array, read-only, under a preopened "/"), output goes to callbacks, clocks and exit are
-// the obvious ones. Anything else answers ENOSYS.
-const ESUCCESS = 0, EBADF = 8, ENOENT = 44, ENOSYS = 52, EINVAL = 28;
+// The few WASI calls the module makes, for browsers: files come from a map (path -> Uint8Array, or
+// a source { size, read(offset, length) } whose read answers bytes or a Promise of them: a Blob,
+// a file in Node; read-only, under a preopened "/"), output goes to callbacks, clocks and exit
+// are the obvious ones. Anything else answers ENOSYS. A Promise from fd_read suspends the module
+// (web/module.mjs).
+const ESUCCESS = 0, EBADF = 8, EIO = 29, ENOENT = 44, ENOSYS = 52, EINVAL = 28;
 
 export function createMemoryWasi({ files, stdout = () => {}, stderr = () => {}, env = { PWD: '/' } }) {
   let memory = null;
@@ -11,6 +13,7 @@ export function createMemoryWasi({ files, stdout = () => {}, stderr = () => {}, 
   const u8 = () => new Uint8Array(memory.buffer);
   const text = (ptr, len) => new TextDecoder('utf-8', { ignoreBOM: true }).decode(u8().subarray(ptr, ptr + len));
   const envList = Object.entries(env).map(([k, v]) => new TextEncoder().encode(`${k}=${v}\0`));
+  const sizeOf = (data) => data.size ?? data.length;
   const resolvePath = (p) => '/' + p.replace(/^\/+/, '').split('/').filter((s) => s && s !== '.').join('/');
   const imports = {
     environ_sizes_get(countPtr, sizePtr) {
@@ -67,7 +70,7 @@ export function createMemoryWasi({ files, stdout = () => {}, stderr = () => {}, 
       if (!data) return ENOENT;
       for (let i = 0; i < 64; i += 8) view().setBigUint64(out + i, 0n, true);
       view().setUint8(out + 16, 4);
-      view().setBigUint64(out + 32, BigInt(data.length), true);
+      view().setBigUint64(out + 32, BigInt(sizeOf(data)), true);
       return ESUCCESS;
     },
     // The file system is read-only: creating, renaming and removing (which synth and the safetensors
@@ -79,22 +82,32 @@ export function createMemoryWasi({ files, stdout = () => {}, stderr = () => {}, 
     fd_read(fd, iovs, count, nread) {
       const f = open.get(fd);
       if (!f) return EBADF;
-      let total = 0;
-      for (let i = 0; i < count; i++) {
-        const ptr = view().getUint32(iovs + 8 * i, true), len = view().getUint32(iovs + 8 * i + 4, true);
-        const chunk = f.data.subarray(f.pos, f.pos + len);
-        u8().set(chunk, ptr);
-        f.pos += chunk.length;
-        total += chunk.length;
-        if (chunk.length < len) break;
-      }
-      view().setUint32(nread, total, true);
-      return ESUCCESS;
+      const list = [];
+      for (let i = 0; i < count; i++) list.push([view().getUint32(iovs + 8 * i, true), view().getUint32(iovs + 8 * i + 4, true)]);
+      const want = list.reduce((n, [, len]) => n + len, 0);
+      const size = sizeOf(f.data);
+      const at = f.pos, n = Math.max(0, Math.min(want, size - at));
+      // Scatters `chunk` (the bytes at `at`) over the iovecs.
+      const finish = (chunk) => {
+        let done = 0;
+        for (const [ptr, len] of list) {
+          if (done >= chunk.length) break;
+          const part = chunk.subarray(done, done + len);
+          u8().set(part, ptr);
+          done += part.length;
+        }
+        f.pos = at + chunk.length;
+        view().setUint32(nread, chunk.length, true);
+        return ESUCCESS;
+      };
+      if (f.data instanceof Uint8Array) return finish(f.data.subarray(at, at + n));
+      const r = n > 0 ? f.data.read(at, n) : new Uint8Array(0);
+      return typeof r.then === 'function' ? r.then(finish, () => EIO) : finish(r);
     },
     fd_seek(fd, offset, whence, out) {
       const f = open.get(fd);
       if (!f) return EBADF;
-      const base = whence === 0 ? 0 : whence === 1 ? f.pos : f.data.length;
+      const base = whence === 0 ? 0 : whence === 1 ? f.pos : sizeOf(f.data);
       const pos = base + Number(offset);
       if (pos < 0) return EINVAL;
       f.pos = pos;

@@ -64,6 +64,10 @@ Result<GenerationResult> Generate(Model& model, std::span<const int32_t> prompt,
       break;
     }
     if (static_cast<int>(result.tokens.size()) >= options.max_new_tokens) break;
+    if (options.interrupted && options.interrupted()) {
+      result.stop_reason = "interrupted";
+      break;
+    }
     const int32_t next = token;
     G4_ASSIGN_OR_RETURN(token, step(std::span<const int32_t>(&next, 1)));
   }

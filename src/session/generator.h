@@ -18,6 +18,9 @@ struct GenerateOptions {
   SamplerOptions sampler;
   int top_logits = 0;             // record the K best final logits per generated token
   std::vector<int> stop_ids;      // empty: the model's eos ids
+  // Asked after each emitted token (may be empty): true ends generation there, with stop_reason
+  // "interrupted".
+  std::function<bool()> interrupted;
 };
 
 // One speculative round, for tests and traces.
@@ -49,7 +52,7 @@ struct GenerationStats {
 
 struct GenerationResult {
   std::vector<int> tokens;
-  std::string stop_reason;  // "eos" or "length"
+  std::string stop_reason;  // "eos", "length" or "interrupted"
   std::vector<std::vector<std::pair<int, float>>> top_logits;
   GenerationStats stats;
   std::vector<RoundTrace> rounds;  // speculative decoding only

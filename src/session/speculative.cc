@@ -100,6 +100,13 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
   emit(seed, 0);
   bool done = is_stop(seed);
   if (done) result.stop_reason = "eos";
+  // An interruption is honoured after the tokens of a round are out (they are already decided).
+  auto interrupted = [&] {
+    if (done || !options.interrupted || !options.interrupted()) return false;
+    result.stop_reason = "interrupted";
+    return done = true;
+  };
+  interrupted();
 
   std::vector<int32_t> verify;
   std::vector<std::vector<float>> q_dists;
@@ -181,6 +188,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     G4_RETURN_IF_ERROR(cache->Rollback(p + m + 1));
     be.Copy(state, target.hidden_rows().At(static_cast<size_t>(m) * H), H);
     seed = bonus;
+    interrupted();
   }
   st.decode_us = MonotonicMicros() - t1_us;
   st.generated_tokens = static_cast<int>(result.tokens.size());

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tokenizer/chat.h"
+#include "wasm/api.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -25,7 +26,7 @@ T* Copy(const T* data, size_t n) {
 
 }  // namespace
 
-#define G4_EXPORT(name) extern "C" __attribute__((export_name(#name)))
+void g4::wasm::SetLastError(std::string message) { last_error = std::move(message); }
 
 G4_EXPORT(g4_last_error) const char* g4_last_error() { return last_error.c_str(); }
 

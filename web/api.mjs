@@ -1,0 +1,541 @@
+// The gemma4 runtime for JavaScript: what createGemma4() / createGemma4Mtp() (and their profile
+// builds) resolve to. One runtime owns one WebGPU device and one instance of its build's
+// WebAssembly module; target and assistant load into it. Calls run one at a time: a second
+// concurrent call is rejected. Unknown options are errors.
+//
+//   const gemma = await createGemma4Mtp();
+//   await gemma.load({ target: 'models/e2b/', assistant: 'models/e2b-assistant/', onProgress });
+//   for await (const chunk of await gemma.chat.completions.create({ messages, stream: true })) ...
+import { instantiate } from './module.mjs';
+import { createMemoryWasi } from './wasi_memfs.mjs';
+import { openModel, tokenizerSource } from './sources.mjs';
+import { workerClient } from './worker.mjs';
+
+const PROFILE_SCHEMA_VERSION = 1;
+const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
+
+export function checkKeys(what, obj, known) {
+  if (obj === undefined) return {};
+  if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) throw new TypeError(`gemma4 ${what}: expected an object`);
+  for (const key of Object.keys(obj)) {
+    if (!known.includes(key)) throw new TypeError(`gemma4 ${what}: unknown option '${key}' (known: ${known.join(', ')})`);
+  }
+  return obj;
+}
+
+const FACTORY_OPTIONS = ['device', 'backend', 'wasm', 'worker', 'cache', 'log'];
+const LOAD_OPTIONS = ['target', 'assistant', 'tokenizer', 'onProgress', 'contextLength', 'draftTokens'];
+const CREATE_OPTIONS = ['model', 'messages', 'stream', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p',
+                        'top_k', 'seed', 'stop', 'mtp'];
+
+// build: { factory, mtp, profile, wasm (URL of the module), moduleUrl (of the entry, for workers) }.
+export function defineFactory(build) {
+  return async function create(options = {}) {
+    checkKeys(`${build.factory} options`, options, FACTORY_OPTIONS);
+    if (options.worker) return workerClient(build, options);
+    const rt = new Runtime(build, options);
+    await rt.init();
+    return rt;
+  };
+}
+
+async function wasmModule(source) {
+  if (source instanceof WebAssembly.Module) return source;
+  if (source instanceof Uint8Array || source instanceof ArrayBuffer) return WebAssembly.compile(source);
+  const url = String(source);
+  if (isNode && url.startsWith('file:')) {
+    const { readFileSync } = await import('node:fs');
+    const { fileURLToPath } = await import('node:url');
+    return WebAssembly.compile(readFileSync(fileURLToPath(url)));
+  }
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`gemma4: ${url}: HTTP ${response.status}`);
+  return WebAssembly.compileStreaming ? WebAssembly.compileStreaming(response)
+                                      : WebAssembly.compile(await response.arrayBuffer());
+}
+
+async function requestGpu(profile) {
+  let gpu = globalThis.navigator?.gpu;
+  if (!gpu && isNode) {
+    const webgpu = await import('webgpu');
+    Object.assign(globalThis, webgpu.globals);
+    gpu = webgpu.create([]);
+    globalThis.__gemma4_gpu ??= [];
+    globalThis.__gemma4_gpu.push(gpu);  // Dawn's instance must outlive its devices
+  }
+  if (!gpu) throw new Error('gemma4: this host has no WebGPU (navigator.gpu)');
+  const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+  if (!adapter) throw new Error('gemma4: no WebGPU adapter is available');
+  const requiredFeatures = profile && adapter.features.has('timestamp-query') ? ['timestamp-query'] : [];
+  const device = await adapter.requestDevice({
+    requiredFeatures,
+    requiredLimits: { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
+                      maxBufferSize: adapter.limits.maxBufferSize },
+  });
+  return device;
+}
+
+const emptyCounters = () => ({ requests: 0, prompt_tokens: 0, completion_tokens: 0, rounds: 0, drafted: 0, accepted: 0,
+                               accepted_per_position: [] });
+
+class Runtime {
+  #build;
+  #options;
+  #module = null;
+  #device = null;
+  #lost = null;
+  #inst = null;
+  #rt = 0;
+  #info = null;
+  #loaded = null;     // { args, target, assistant } of the loaded model, for reset()
+  #busy = null;
+  #job = null;        // the running request's token handler
+  #counters = emptyCounters();
+  #last = null;
+  #profile = null;
+  #loadStats = null;
+
+  constructor(build, options) {
+    this.#build = build;
+    this.#options = options;
+    const backend = options.backend ?? 'webgpu';
+    if (!['webgpu', 'cpu'].includes(backend)) throw new TypeError(`gemma4: backend must be 'webgpu' or 'cpu', not '${backend}'`);
+    this.chat = { completions: { create: (params) => this.#create(params) } };
+  }
+
+  async init() {
+    this.#module = await wasmModule(this.#options.wasm ?? this.#build.wasm);
+  }
+
+  get build() { return { factory: this.#build.factory, mtp: this.#build.mtp, profile: this.#build.profile }; }
+
+  #enter(what) {
+    if (this.#busy) throw new Error(`gemma4 ${what}: the runtime is busy with ${this.#busy}; one call at a time`);
+    this.#busy = what;
+  }
+
+  #leave() { this.#busy = null; }
+
+  async #gpu() {
+    if ((this.#options.backend ?? 'webgpu') === 'cpu') return null;
+    if (this.#device && !this.#lost) return this.#device;
+    if (this.#options.device) {
+      if (this.#lost) throw new Error(`gemma4: the GPU device given was lost (${this.#lost}); create a runtime with a new one`);
+      this.#device = this.#options.device;
+    } else {
+      this.#device = await requestGpu(this.#build.profile);
+      this.#lost = null;
+    }
+    const device = this.#device;
+    device.lost.then((info) => {
+      if (this.#device === device) this.#lost = `${info.reason}: ${info.message}`;
+    });
+    return device;
+  }
+
+  #error(prefix) {
+    const inst = this.#inst;
+    const gpuError = inst?.gpu?.lastError();
+    const message = inst ? inst.cstring(inst.exports.g4_last_error()) : '';
+    return new Error(`gemma4 ${prefix}: ${message}${gpuError ? ` (GPU: ${gpuError.message ?? gpuError})` : ''}`);
+  }
+
+  async load(args) {
+    this.#enter('load');
+    try {
+      checkKeys('load', args, LOAD_OPTIONS);
+      if (!args || args.target === undefined) throw new TypeError('gemma4 load: target is required');
+      if (this.#rt) throw new Error('gemma4 load: a model is loaded; unload() or reset() first');
+      if (args.assistant !== undefined && !this.#build.mtp) {
+        throw new TypeError('gemma4 load: this build has no speculative decoding; load an assistant with createGemma4Mtp()');
+      }
+      const onProgress = args.onProgress ?? (() => {});
+      if (typeof onProgress !== 'function') throw new TypeError('gemma4 load: onProgress must be a function');
+      const useCache = this.#options.cache ?? true;
+      const target = openModel(args.target, { label: 'target', onProgress, useCache });
+      const assistant = args.assistant !== undefined ? openModel(args.assistant, { label: 'assistant', onProgress, useCache })
+                                                     : null;
+      try {
+        await this.#load(args, target, assistant, true);
+      } catch (e) {
+        target.close();
+        assistant?.close();
+        throw e;
+      }
+    } finally {
+      this.#leave();
+    }
+  }
+
+  // Fails closed: on error the module instance and everything it made are gone.
+  async #load(args, target, assistant, fresh) {
+    const started = performance.now();
+    const onProgress = args.onProgress ?? (() => {});
+    const context = args.contextLength ?? 4096;
+    const draftTokens = args.draftTokens ?? 2;
+    if (!Number.isInteger(context) || context < 1) throw new TypeError('gemma4 load: contextLength must be a positive integer');
+    if (!Number.isInteger(draftTokens) || draftTokens < 1 || draftTokens > 8) {
+      throw new TypeError('gemma4 load: draftTokens must be an integer in 1..8');
+    }
+    if (fresh) {
+      await target.describe();
+      await assistant?.describe();
+      if (args.tokenizer !== undefined) {
+        target.files.set('tokenizer.json', await tokenizerSource(args.tokenizer, { onProgress, useCache: this.#options.cache ?? true }));
+      }
+    }
+    const files = new Map();
+    const mount = (dir, model) => {
+      for (const [name, src] of model.files) files.set(`${dir}/${name}`, src);
+    };
+    mount('/target', target);
+    if (assistant) mount('/assistant', assistant);
+    const log = this.#options.log ?? (() => {});
+    const wasi = createMemoryWasi({ files, stdout: log, stderr: log });
+    const device = await this.#gpu();
+    const inst = await instantiate(this.#module, { wasi, device, host: { token: (id, ptr, len) => this.#token(id, ptr, len) } });
+    this.#inst = inst;
+    let rt = 0;
+    try {
+      const request = { target: '/target', context, draft_tokens: draftTokens, backend: device ? 'webgpu' : 'cpu' };
+      if (assistant) request.assistant = '/assistant';
+      const [p, n] = inst.put(JSON.stringify(request));
+      rt = await inst.call('g4_rt_create', p, n);
+      inst.exports.free(p);
+      if (!rt) throw this.#error('load');
+      if (fresh) {
+        await target.weights();
+        await assistant?.weights();
+      }
+      // Weights read into the GPU, reported as 'upload' progress.
+      let uploaded = 0;
+      const total = [...target.files.values(), ...(assistant ? assistant.files.values() : [])]
+        .reduce((s, f) => s + (f.size ?? f.length), 0);
+      const counted = (src) => (src instanceof Uint8Array ? src : {
+        size: src.size,
+        read(at, k) {
+          uploaded += k;
+          onProgress({ model: 'all', file: '', phase: 'upload', loaded: uploaded, total });
+          return src.read(at, k);
+        },
+      });
+      files.clear();
+      for (const [dir, model] of [['/target', target], ['/assistant', assistant]]) {
+        if (model) for (const [name, src] of model.files) files.set(`${dir}/${name}`, counted(src));
+      }
+      if (!(await inst.call('g4_rt_load', rt))) throw this.#error('load');
+      const out = inst.exports.malloc(4);
+      const ip = inst.exports.g4_rt_info(rt, out);
+      this.#info = JSON.parse(inst.text(ip, inst.u32(out)));
+      inst.exports.free(ip);
+      inst.exports.free(out);
+    } catch (e) {
+      if (rt) inst.exports.g4_rt_free(rt);
+      inst.gpu?.dispose();
+      this.#inst = null;
+      throw e;
+    }
+    this.#rt = rt;
+    this.#loaded = { args, target, assistant };
+    this.#loadStats = { ms: performance.now() - started, target: { ...target.counts },
+                        assistant: assistant ? { ...assistant.counts } : null };
+  }
+
+  #unloadNow({ keepSources = false } = {}) {
+    const inst = this.#inst;
+    let leaked = 0;
+    if (inst) {
+      if (this.#rt) inst.exports.g4_rt_free(this.#rt);
+      leaked = inst.gpu ? inst.gpu.liveBuffers() : 0;
+      inst.gpu?.dispose();
+    }
+    this.#rt = 0;
+    this.#inst = null;
+    this.#info = null;
+    if (!keepSources && this.#loaded) {
+      this.#loaded.target.close();
+      this.#loaded.assistant?.close();
+      this.#loaded = null;
+    }
+    if (leaked) throw new Error(`gemma4 unload: ${leaked} GPU buffers were left behind`);
+  }
+
+  async unload() {
+    this.#enter('unload');
+    try {
+      this.#unloadNow();
+    } finally {
+      this.#leave();
+    }
+  }
+
+  // Unloads and loads the same model again from the sources already opened (cached), with the
+  // counters and profile generations cleared.
+  async reset() {
+    this.#enter('reset');
+    try {
+      const loaded = this.#loaded;
+      this.#unloadNow({ keepSources: true });
+      this.#counters = emptyCounters();
+      this.#last = null;
+      this.#profile = null;
+      if (loaded) {
+        try {
+          await this.#load(loaded.args, loaded.target, loaded.assistant, false);
+        } catch (e) {
+          loaded.target.close();
+          loaded.assistant?.close();
+          this.#loaded = null;
+          throw e;
+        }
+      }
+    } finally {
+      this.#leave();
+    }
+  }
+
+  interrupt() {
+    if (this.#job) this.#job.interrupted = true;
+  }
+
+  #token(id, ptr, len) {
+    const job = this.#job;
+    if (!job) return 0;
+    const text = len ? this.#inst.text(ptr, len) : '';
+    const go = job.token(id, text) ? 1 : 0;
+    // On the CPU backend nothing else waits between tokens: give the host a turn.
+    return this.#device ? go : new Promise((r) => setTimeout(() => r(job.interrupted || job.stopped ? 0 : go), 0));
+  }
+
+  async #create(params) {
+    this.#enter('chat.completions.create');
+    let job;
+    try {
+      job = this.#prepare(params);
+    } catch (e) {
+      this.#leave();
+      throw e;
+    }
+    const run = this.#run(job);
+    if (!job.stream) return run;
+    run.catch(() => {});  // the stream reports it
+    return job.iterable;
+  }
+
+  #prepare(params) {
+    checkKeys('chat.completions.create', params, CREATE_OPTIONS);
+    if (!this.#rt) throw new Error(`gemma4 chat.completions.create: no model is loaded${this.#lost ? ` (the GPU device was lost: ${this.#lost})` : ''}`);
+    if (this.#lost) throw new Error(`gemma4 chat.completions.create: the GPU device was lost (${this.#lost}); load() again`);
+    const p = params ?? {};
+    if (!Array.isArray(p.messages)) throw new TypeError('gemma4 chat.completions.create: messages must be a list');
+    const num = (key, lo, hi, integer = false) => {
+      const v = p[key];
+      if (v === undefined || v === null) return undefined;
+      if (typeof v !== 'number' || !(v >= lo && v <= hi) || (integer && !Number.isInteger(v))) {
+        throw new TypeError(`gemma4 chat.completions.create: ${key} must be ${integer ? 'an integer' : 'a number'} in [${lo}, ${hi}]`);
+      }
+      return v;
+    };
+    let stop = p.stop ?? [];
+    if (typeof stop === 'string') stop = [stop];
+    if (!Array.isArray(stop) || stop.length > 4 || stop.some((s) => typeof s !== 'string' || !s)) {
+      throw new TypeError('gemma4 chat.completions.create: stop must be a string or a list of up to 4 non-empty strings');
+    }
+    if (p.stream !== undefined && typeof p.stream !== 'boolean') throw new TypeError('gemma4 chat.completions.create: stream must be true or false');
+    if (p.mtp !== undefined && typeof p.mtp !== 'boolean') throw new TypeError('gemma4 chat.completions.create: mtp must be true or false');
+    if (p.mtp && !this.#info.assistant) throw new Error('gemma4 chat.completions.create: mtp needs an assistant loaded');
+    if (p.model !== undefined && typeof p.model !== 'string') throw new TypeError('gemma4 chat.completions.create: model must be a string');
+    const request = {
+      messages: p.messages,
+      max_tokens: num('max_tokens', 0, 1 << 24, true) ?? num('max_completion_tokens', 0, 1 << 24, true),
+      temperature: num('temperature', 0, 2) ?? 1,
+      top_p: num('top_p', 0, 1) ?? 1,
+      top_k: num('top_k', 0, 1 << 30, true) ?? 0,
+      seed: num('seed', 0, Number.MAX_SAFE_INTEGER, true) ?? 0,
+      speculative: p.mtp ?? this.#info.assistant,
+    };
+    return makeJob({ request, stream: !!p.stream, stop, model: p.model ?? 'gemma4' });
+  }
+
+  // The runtime is free again before the last chunk goes out, so a caller that reacts to it can
+  // start the next request at once.
+  async #run(job) {
+    let done;
+    try {
+      done = await this.#generate(job);
+    } catch (e) {
+      this.#job = null;
+      this.#leave();
+      job.fail(e);
+      throw e;
+    }
+    this.#job = null;
+    this.#leave();
+    return job.finish(done.finish, done.usage);
+  }
+
+  async #generate(job) {
+    const inst = this.#inst;
+    this.#job = job;
+    job.started = performance.now();
+    const [p, n] = inst.put(JSON.stringify(job.request));
+    const out = inst.exports.malloc(4);
+    let answer;
+    try {
+      const rp = await inst.call('g4_rt_generate', this.#rt, p, n, out);
+      if (!rp) throw this.#error('chat.completions.create');
+      answer = JSON.parse(inst.text(rp, inst.u32(out)));
+      inst.exports.free(rp);
+      if (this.#build.profile) {
+        const pp = await inst.call('g4_rt_profile', this.#rt, out);
+        if (pp) {
+          const text = inst.text(pp, inst.u32(out));
+          this.#profile = text ? JSON.parse(text) : null;
+          inst.exports.free(pp);
+        }
+      }
+    } finally {
+      inst.exports.free(p);
+      inst.exports.free(out);
+    }
+    const s = answer.stats;
+    const usage = {
+      prompt_tokens: s.prompt_tokens,
+      completion_tokens: s.generated_tokens,
+      total_tokens: s.prompt_tokens + s.generated_tokens,
+      prefill_tokens_per_s: s.prefill_tokens_per_s,
+      decode_tokens_per_s: s.decode_tokens_per_s,
+      time_to_first_token_ms: job.firstTokenMs ?? 0,
+      total_ms: performance.now() - job.started,
+      speculative: { enabled: answer.speculative, draft_tokens: this.#info.draft_tokens, rounds: s.rounds,
+                     drafted: s.drafted, accepted: s.accepted, acceptance_rate: s.drafted ? s.accepted / s.drafted : 0,
+                     accepted_per_position: s.accepted_per_position },
+    };
+    const c = this.#counters;
+    c.requests++;
+    c.prompt_tokens += s.prompt_tokens;
+    c.completion_tokens += s.generated_tokens;
+    c.rounds += s.rounds;
+    c.drafted += s.drafted;
+    c.accepted += s.accepted;
+    s.accepted_per_position.forEach((a, i) => { c.accepted_per_position[i] = (c.accepted_per_position[i] ?? 0) + a; });
+    this.#last = usage;
+    const finish = job.stopped ? 'stop' : answer.stop_reason === 'eos' ? 'stop'
+      : answer.stop_reason === 'length' ? 'length' : 'interrupted';
+    return { finish, usage };
+  }
+
+  stats() {
+    const c = this.#counters;
+    const profile = this.#build.profile
+      ? (this.#profile ?? { schema_version: PROFILE_SCHEMA_VERSION, supported: !!this.#device?.features.has('timestamp-query'),
+                            fresh: false, generation: 0, total_kernel_ms: 0, ops: {} })
+      : { schema_version: PROFILE_SCHEMA_VERSION, supported: false, fresh: false, generation: 0, total_kernel_ms: 0,
+          ops: {}, reason: 'wall build: no profiling' };
+    return {
+      build: this.build,
+      loaded: !!this.#rt,
+      busy: this.#busy,
+      device_lost: this.#lost,
+      model: this.#info,
+      load: this.#loadStats,
+      ...c,
+      accepted_per_position: [...c.accepted_per_position],
+      acceptance_rate: c.drafted ? c.accepted / c.drafted : 0,
+      last: this.#last,
+      gpu_buffers: this.#inst?.gpu ? this.#inst.gpu.liveBuffers() : 0,
+      profile,
+    };
+  }
+}
+
+// A request in flight: turns tokens into OpenAI-shaped chunks (holding back text that may be the
+// start of a stop string) and is the async-iterable stream of them.
+function makeJob({ request, stream, stop, model }) {
+  const id = `chatcmpl-${Math.random().toString(36).slice(2, 12)}`;
+  const created = Math.floor(Date.now() / 1000);
+  const queue = [];
+  let wake = null, failed = null, ended = false;
+  let text = '', sent = 0, tokens = 0;
+  const push = (item) => {
+    queue.push(item);
+    if (wake) { wake(); wake = null; }
+  };
+  const chunk = (delta, finish_reason = null, usage = undefined) => ({
+    id, object: 'chat.completion.chunk', created, model,
+    choices: [{ index: 0, delta, finish_reason }], ...(usage ? { usage } : {}),
+  });
+  // The end of text that may still grow into a stop string stays back.
+  const safeEnd = () => {
+    let keep = 0;
+    for (const s of stop) {
+      for (let k = Math.min(s.length - 1, text.length); k > keep; k--) {
+        if (text.endsWith(s.slice(0, k))) { keep = k; break; }
+      }
+    }
+    return text.length - keep;
+  };
+  const emit = (end) => {
+    if (end > sent) {
+      if (stream) push(chunk(sent === 0 ? { role: 'assistant', content: text.slice(0, end) } : { content: text.slice(sent, end) }));
+      sent = end;
+    }
+  };
+  const job = {
+    request, stream, interrupted: false, stopped: false, started: 0, firstTokenMs: null,
+    // A token and its text; false asks to stop.
+    token(tokenId, piece) {
+      if (tokenId >= 0) {
+        tokens++;
+        if (job.firstTokenMs === null) job.firstTokenMs = performance.now() - job.started;
+      }
+      if (job.stopped) return false;
+      text += piece;
+      for (const s of stop) {
+        const at = text.indexOf(s);
+        if (at >= 0) {
+          text = text.slice(0, at);
+          job.stopped = true;
+        }
+      }
+      emit(job.stopped ? text.length : safeEnd());
+      return !job.stopped && !job.interrupted;
+    },
+    fail(e) {
+      failed = e;
+      push(null);
+    },
+    finish(finish_reason, usage) {
+      emit(text.length);
+      ended = true;
+      if (stream) {
+        if (sent === 0) push(chunk({ role: 'assistant', content: '' }));
+        push(chunk({}, finish_reason, usage));
+        push(null);
+        return undefined;
+      }
+      return { id, object: 'chat.completion', created, model,
+               choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason }], usage };
+    },
+    iterable: {
+      [Symbol.asyncIterator]() {
+        return {
+          async next() {
+            while (!queue.length) await new Promise((r) => { wake = r; });
+            const item = queue.shift();
+            if (item === null) {
+              if (failed) throw failed;
+              return { done: true, value: undefined };
+            }
+            return { done: false, value: item };
+          },
+          async return() {
+            if (!ended) job.interrupted = true;  // leaving the loop early stops generation
+            return { done: true, value: undefined };
+          },
+        };
+      },
+    },
+  };
+  return job;
+}

@@ -1,0 +1,176 @@
+// Types of the gemma4 runtime (web/api.mjs): what every factory (createGemma4, createGemma4Mtp,
+// createGemma4Profile, createGemma4MtpProfile) resolves to.
+
+/** A model folder: a URL (or a path in Node), the folder's Files, or files by name. */
+export type ModelSource =
+  | string
+  | URL
+  | File[]
+  | FileList
+  | Record<string, Blob | File | Uint8Array | ArrayBuffer | string | URL>;
+
+export interface FactoryOptions {
+  /** A device to own (default: one requested from navigator.gpu, or Dawn's `webgpu` package in Node). */
+  device?: GPUDevice;
+  /** 'webgpu' (default) or 'cpu' (the CPU backend inside WebAssembly). */
+  backend?: 'webgpu' | 'cpu';
+  /** The build's .wasm (default: beside the module). */
+  wasm?: string | URL | Uint8Array | ArrayBuffer | WebAssembly.Module;
+  /** Run inside a Web Worker; the runtime returned forwards to it. */
+  worker?: boolean;
+  /** Keep downloaded files in the Cache API (default true). */
+  cache?: boolean;
+  /** Receives the module's diagnostic output. */
+  log?: (text: string) => void;
+}
+
+export interface LoadProgress {
+  model: 'target' | 'assistant' | 'tokenizer' | 'all';
+  file: string;
+  /** download: bytes from the network; cached: a file served from the cache; upload: weights read into GPU
+   *  memory; cache-error: the file could not be stored (quota), it was kept in memory instead. */
+  phase: 'download' | 'cached' | 'upload' | 'cache-error';
+  loaded?: number;
+  total?: number;
+  error?: string;
+}
+
+export interface LoadOptions {
+  target: ModelSource;
+  /** The MTP assistant (createGemma4Mtp builds only). */
+  assistant?: ModelSource;
+  /** tokenizer.json when it is not beside the target. */
+  tokenizer?: string | URL | Blob | Uint8Array;
+  onProgress?: (p: LoadProgress) => void;
+  /** Positions the K/V cache holds (default 4096). */
+  contextLength?: number;
+  /** Drafts per speculative round, 1..8 (default 2). */
+  draftTokens?: number;
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'model';
+  content: string;
+  name?: string;
+}
+
+export interface CompletionRequest {
+  model?: string;
+  messages: ChatMessage[];
+  stream?: boolean;
+  /** Default: the rest of the context. */
+  max_tokens?: number;
+  max_completion_tokens?: number;
+  /** Default 1; 0 is greedy. */
+  temperature?: number;
+  top_p?: number;
+  /** Extension: keep the k most likely tokens (0: all). */
+  top_k?: number;
+  seed?: number;
+  stop?: string | string[];
+  /** Extension: speculative decoding on or off (default on when an assistant is loaded). */
+  mtp?: boolean;
+}
+
+export interface SpeculativeCounters {
+  enabled: boolean;
+  draft_tokens: number;
+  rounds: number;
+  drafted: number;
+  accepted: number;
+  acceptance_rate: number;
+  /** Rounds in which the draft at each position was accepted. */
+  accepted_per_position: number[];
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prefill_tokens_per_s: number;
+  decode_tokens_per_s: number;
+  time_to_first_token_ms: number;
+  total_ms: number;
+  speculative: SpeculativeCounters;
+}
+
+export type FinishReason = 'stop' | 'length' | 'interrupted';
+
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: [{ index: 0; message: { role: 'assistant'; content: string }; finish_reason: FinishReason }];
+  usage: Usage;
+}
+
+export interface ChatCompletionChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: [{ index: 0; delta: { role?: 'assistant'; content?: string }; finish_reason: FinishReason | null }];
+  /** On the last chunk. */
+  usage?: Usage;
+}
+
+export interface Profile {
+  schema_version: number;
+  supported: boolean;
+  /** Every timestamp of the last request is in. */
+  fresh: boolean;
+  /** Requests profiled since load or reset. */
+  generation: number;
+  total_kernel_ms: number;
+  ops: Record<string, { ms: number; calls: number }>;
+  reason?: string;
+}
+
+export interface Stats {
+  build: { factory: string; mtp: boolean; profile: boolean };
+  loaded: boolean;
+  busy: string | null;
+  device_lost: string | null;
+  model: Record<string, unknown> | null;
+  load: { ms: number; target: LoadCounts; assistant: LoadCounts | null } | null;
+  requests: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  rounds: number;
+  drafted: number;
+  accepted: number;
+  acceptance_rate: number;
+  accepted_per_position: number[];
+  last: Usage | null;
+  gpu_buffers: number;
+  profile: Profile;
+}
+
+export interface LoadCounts {
+  downloaded_bytes: number;
+  cached_files: number;
+  fetched_files: number;
+}
+
+export interface Gemma4Runtime {
+  readonly build: { factory: string; mtp: boolean; profile: boolean; worker?: boolean };
+  load(options: LoadOptions): Promise<void>;
+  chat: {
+    completions: {
+      create(request: CompletionRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
+      create(request: CompletionRequest & { stream?: false }): Promise<ChatCompletion>;
+    };
+  };
+  /** Stops the running request after the token being chosen; it ends with finish_reason 'interrupted'. */
+  interrupt(): void;
+  /** Unloads and loads the same model again; counters and profile generations start from zero. */
+  reset(): Promise<void>;
+  /** Destroys every GPU buffer the runtime made. */
+  unload(): Promise<void>;
+  stats(): Stats;
+  /** Worker runtimes only. */
+  terminate?(): void;
+}
+
+export type Gemma4Factory = (options?: FactoryOptions) => Promise<Gemma4Runtime>;

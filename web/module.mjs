@@ -1,0 +1,97 @@
+// One instance of a gemma4 WebAssembly module (a WASI reactor, asyncified) in any JavaScript
+// host. Imports that may wait (the GPU reads, file reads from Blobs, the host's token callback)
+// are called normally; when one answers with a Promise, the module's stack is unwound
+// (asyncify), the Promise awaited and the stack rewound, so the C++ side sees a plain call.
+// call() runs an export that way. One call at a time per instance.
+import { createGpuImports } from './gpu_bridge.mjs';
+
+const ASYNCIFY_STACK = 1 << 20;
+
+// wasi: { imports, initialize(instance) }; host: the "host" module's imports; device: a GPUDevice
+// for the WebGPU backend (or null).
+export async function instantiate(wasm, { wasi, device = null, host = {} }) {
+  let instance = null;
+  let gpu = null;
+  const gpuPending = { promise: null };
+  let suspended = null;   // the Promise an import is waiting on
+  let rewinding = false, result = 0, dataPtr = 0, running = false;
+  const memory = () => instance.exports.memory;
+  // Wraps an import: a Promise answer suspends the module until it settles.
+  const waiting = (fn) => (...args) => {
+    if (rewinding) {
+      instance.exports.asyncify_stop_rewind();
+      rewinding = false;
+      return result;
+    }
+    const r = fn(...args);
+    if (!r || typeof r.then !== 'function') return r;
+    suspended = r;
+    instance.exports.asyncify_start_unwind(dataPtr);
+    return 0;
+  };
+  const gpuWaits = new Set(['read_buffer', 'profile_read']);
+  const gpuImports = new Proxy({}, {
+    get(_t, name) {
+      const call = (...args) => {
+        if (!gpu) throw new Error('gemma4: this needs a GPU device and none was set up');
+        const r = gpu[name](...args);
+        if (!gpuWaits.has(name)) return r;
+        const p = gpuPending.promise;
+        gpuPending.promise = null;
+        return p;
+      };
+      return gpuWaits.has(name) ? waiting(call) : call;
+    },
+  });
+  const wasiImports = { ...wasi.imports, fd_read: waiting(wasi.imports.fd_read) };
+  const hostImports = Object.fromEntries(Object.entries(host).map(([k, f]) => [k, waiting(f)]));
+  const module = wasm instanceof WebAssembly.Module ? wasm : await WebAssembly.compile(wasm);
+  instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: wasiImports, gpu: gpuImports,
+                                                     host: hostImports });
+  wasi.initialize(instance);
+  if (device) gpu = createGpuImports(device, memory, gpuPending);
+  const ex = instance.exports;
+  dataPtr = ex.malloc(ASYNCIFY_STACK + 8);
+  new Uint32Array(memory().buffer, dataPtr, 2).set([dataPtr + 8, dataPtr + 8 + ASYNCIFY_STACK]);
+
+  const bytes = () => new Uint8Array(memory().buffer);
+  return {
+    exports: ex,
+    gpu,
+    // Runs export `name`, awaiting every suspension; resolves to its return value.
+    async call(name, ...args) {
+      if (running) throw new Error('gemma4: the module is already running a call');
+      running = true;
+      try {
+        let r = ex[name](...args);
+        while (ex.asyncify_get_state() === 1) {
+          ex.asyncify_stop_unwind();
+          const p = suspended;
+          suspended = null;
+          result = await p;
+          rewinding = true;
+          ex.asyncify_start_rewind(dataPtr);
+          r = ex[name](...args);
+        }
+        return r;
+      } finally {
+        running = false;
+      }
+    },
+    // Copies bytes (or a string, UTF-8) into malloc'd memory: [ptr, length].
+    put(data) {
+      const b = typeof data === 'string' ? new TextEncoder().encode(data) : data;
+      const p = ex.malloc(Math.max(1, b.length));
+      bytes().set(b, p);
+      return [p, b.length];
+    },
+    text(ptr, length) { return new TextDecoder('utf-8', { ignoreBOM: true }).decode(bytes().subarray(ptr, ptr + length)); },
+    cstring(ptr) {
+      const m = bytes();
+      let end = ptr;
+      while (m[end]) end++;
+      return new TextDecoder().decode(m.subarray(ptr, end));
+    },
+    u32(ptr) { return new DataView(memory().buffer).getUint32(ptr, true); },
+  };
+}

@@ -1,0 +1,262 @@
+// Where a model's files come from, as sources the WASI file system reads (web/wasi_memfs.mjs):
+// a folder URL (downloaded as a stream with progress into the Cache API under a versioned key,
+// then read back from the cache, so a second load needs no network), File/Blob objects (read
+// slice by slice, never whole), or a folder path in Node (read from the file, never whole).
+//
+// A model is given as one of:
+//   'https://host/models/e2b/'  or a URL       a folder on a server
+//   '/path/to/model'                           a folder (Node)
+//   [File, File, ...] or a FileList            the folder's files, by name
+//   { 'config.json': Blob | File | Uint8Array | URL string, ... }
+// The folder holds config.json, optionally generation_config.json and tokenizer.json, and
+// model.safetensors or model.safetensors.index.json with its shards.
+export const CACHE_NAME = 'gemma4-webgpu-files-v1';
+
+const OPTIONAL = ['generation_config.json', 'tokenizer.json', 'model.safetensors.index.json'];
+const READ_AHEAD = 1 << 20;  // small reads (headers) are served from blocks of this size
+const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
+
+// A Blob read in slices; reads smaller than READ_AHEAD come from one cached block.
+export function blobSource(blob) {
+  let block = null, blockAt = 0;
+  return {
+    size: blob.size,
+    async read(at, n) {
+      if (n >= READ_AHEAD) return new Uint8Array(await blob.slice(at, at + n).arrayBuffer());
+      if (!block || at < blockAt || at + n > blockAt + block.length) {
+        blockAt = at;
+        block = new Uint8Array(await blob.slice(at, Math.min(blob.size, at + READ_AHEAD)).arrayBuffer());
+      }
+      return block.subarray(at - blockAt, at - blockAt + n);
+    },
+  };
+}
+
+async function nodeFileSource(path) {
+  const fs = await import('node:fs');
+  const fd = fs.openSync(path, 'r');
+  const size = fs.fstatSync(fd).size;
+  return {
+    size,
+    read(at, n) {
+      const out = new Uint8Array(n);
+      let done = 0;
+      while (done < n) {
+        const k = fs.readSync(fd, out, done, n - done, at + done);
+        if (k <= 0) throw new Error(`${path}: short read at ${at + done}`);
+        done += k;
+      }
+      return out;
+    },
+    close() { fs.closeSync(fd); },
+  };
+}
+
+function asSource(value, name) {
+  if (value instanceof Uint8Array) return value;
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (typeof Blob !== 'undefined' && value instanceof Blob) return blobSource(value);
+  throw new TypeError(`gemma4 load: file '${name}' must be a Blob, File, Uint8Array or URL`);
+}
+
+const weightNames = async (files, readText, label) => {
+  if (!files.has('model.safetensors.index.json')) return ['model.safetensors'];
+  let index;
+  try {
+    index = JSON.parse(await readText('model.safetensors.index.json'));
+  } catch (e) {
+    throw new Error(`gemma4 load (${label}): model.safetensors.index.json: ${e.message}`);
+  }
+  if (!index || typeof index.weight_map !== 'object') {
+    throw new Error(`gemma4 load (${label}): model.safetensors.index.json: no weight_map`);
+  }
+  return [...new Set(Object.values(index.weight_map))].sort();
+};
+
+async function sourceText(src) {
+  const bytes = src instanceof Uint8Array ? src : await src.read(0, src.size);
+  return new TextDecoder().decode(bytes);
+}
+
+// Fetches files of the folder at `root` (a URL ending in '/'), through the cache: fetch(name,
+// { optional }) gives a source, or null for an optional file the server does not have.
+// ctx: { label, onProgress, useCache, counts }.
+function urlFolder(root, ctx) {
+  const { label, onProgress, counts } = ctx;
+  const recordKey = root + '.gemma4-files.json';
+  let cache = null, record = null;
+  const cacheReady = (async () => {
+    if (!ctx.useCache || typeof caches === 'undefined') return;
+    try {
+      cache = await caches.open(CACHE_NAME);
+      const r = await cache.match(recordKey);
+      if (r) record = new Set(await r.json());
+    } catch {
+      cache = null;
+    }
+  })();
+  const fetchFile = async (name, { optional = false } = {}) => {
+    await cacheReady;
+    const url = root + name;
+    if (record && !record.has(name) && optional) return null;
+    if (cache && record?.has(name)) {
+      const hit = await cache.match(url);
+      if (hit) {
+        const blob = await hit.blob();
+        counts.cached_files++;
+        onProgress({ model: label, file: name, phase: 'cached', loaded: blob.size, total: blob.size });
+        return blobSource(blob);
+      }
+    }
+    let response;
+    try {
+      response = await fetch(url);
+    } catch (e) {
+      throw new Error(`gemma4 load (${label}): fetching ${url} failed: ${e.message}`);
+    }
+    if (!response.ok) {
+      if (optional && response.status === 404) return null;
+      throw new Error(`gemma4 load (${label}): ${url}: HTTP ${response.status}`);
+    }
+    counts.fetched_files++;
+    const total = Number(response.headers.get('content-length')) || 0;
+    let loaded = 0;
+    const counted = response.body.pipeThrough(new TransformStream({
+      transform(chunk, out) {
+        loaded += chunk.length;
+        counts.downloaded_bytes += chunk.length;
+        onProgress({ model: label, file: name, phase: 'download', loaded, total });
+        out.enqueue(chunk);
+      },
+    }));
+    if (cache) {
+      try {
+        await cache.put(url, new Response(counted, { headers: { 'content-type': 'application/octet-stream' } }));
+        return blobSource(await (await cache.match(url)).blob());
+      } catch (e) {
+        // Quota or storage errors: reported, and the file is fetched again into memory.
+        onProgress({ model: label, file: name, phase: 'cache-error', error: `${e.name}: ${e.message}` });
+        cache = null;
+        return fetchFile(name, { optional });
+      }
+    }
+    return blobSource(await new Response(counted).blob());
+  };
+  return {
+    fetch: fetchFile,
+    // Remembers which files the folder has, so that a later load asks the network for nothing.
+    async remember(names) {
+      if (!cache) return;
+      try {
+        await cache.put(recordKey, new Response(JSON.stringify(names)));
+      } catch {
+        // The cache is an optimisation; a failure shows up as a download next time.
+      }
+    },
+  };
+}
+
+const isUrlLike = (s) => !isNode || /^(https?|blob|data):/.test(s);
+const absoluteUrl = (s) => new URL(String(s), typeof location !== 'undefined' ? location.href : undefined).href;
+
+// Fetches a single file URL through the cache.
+function fetchUrl(url, ctx) {
+  const slash = url.lastIndexOf('/');
+  return urlFolder(url.slice(0, slash + 1), ctx).fetch(url.slice(slash + 1));
+}
+
+// Opens a model folder in two steps, so that the configuration can be checked before any weight
+// is fetched: describe() gets the small files, weights() the rest. `label` names the model in
+// errors and progress; onProgress gets { model, file, phase, loaded, total } with phase
+// 'download', 'cached' (served from the cache) or 'cache-error' (not stored: { error }).
+export function openModel(spec, { label, onProgress = () => {}, useCache = true }) {
+  const files = new Map();
+  const closers = [];
+  const counts = { downloaded_bytes: 0, cached_files: 0, fetched_files: 0 };
+  const ctx = { label, onProgress, useCache, counts };
+  let kind, folder = null;
+  if (typeof spec === 'string' && !isUrlLike(spec)) {
+    kind = 'path';
+  } else if (typeof spec === 'string' || spec instanceof URL) {
+    kind = 'url';
+    folder = urlFolder(absoluteUrl(spec).replace(/\/?$/, '/'), ctx);
+  } else if (Array.isArray(spec) || (typeof FileList !== 'undefined' && spec instanceof FileList)) {
+    kind = 'files';
+    for (const f of spec) files.set(f.name, asSource(f, f.name));
+  } else if (spec && typeof spec === 'object') {
+    kind = 'files';
+    for (const [name, v] of Object.entries(spec)) {
+      files.set(name, typeof v === 'string' || v instanceof URL ? { url: absoluteUrl(v) } : asSource(v, name));
+    }
+  } else {
+    throw new TypeError(`gemma4 load: '${label}' must be a folder URL or path, a list of Files or an object of files`);
+  }
+  // Files of an object given as URLs are fetched (and cached) like folder files.
+  const resolveUrls = async (names) => {
+    for (const name of names) {
+      const v = files.get(name);
+      if (v && v.url) files.set(name, await fetchUrl(v.url, ctx));
+    }
+  };
+  const readText = (name) => sourceText(files.get(name));
+  return {
+    files,
+    counts,
+    async describe() {
+      if (kind === 'path') {
+        const fs = await import('node:fs');
+        const path = await import('node:path');
+        for (const name of ['config.json', ...OPTIONAL]) {
+          const p = path.join(spec, name);
+          if (fs.existsSync(p)) files.set(name, new Uint8Array(fs.readFileSync(p)));
+        }
+        if (!files.has('config.json')) throw new Error(`gemma4 load (${label}): ${path.join(spec, 'config.json')} not found`);
+      } else if (kind === 'url') {
+        files.set('config.json', await folder.fetch('config.json'));
+        for (const name of OPTIONAL) {
+          const s = await folder.fetch(name, { optional: true });
+          if (s) files.set(name, s);
+        }
+      } else {
+        await resolveUrls(['config.json', ...OPTIONAL]);
+        if (!files.has('config.json')) throw new Error(`gemma4 load (${label}): no config.json among the files given`);
+      }
+    },
+    async weights() {
+      const names = await weightNames(files, readText, label);
+      if (kind === 'path') {
+        const path = await import('node:path');
+        for (const name of names) {
+          const p = path.join(spec, name);
+          const src = await nodeFileSource(p).catch((e) => { throw new Error(`gemma4 load (${label}): ${p}: ${e.message}`); });
+          closers.push(src.close);
+          files.set(name, src);
+        }
+      } else if (kind === 'url') {
+        for (const name of names) files.set(name, await folder.fetch(name));
+        await folder.remember([...files.keys()]);
+      } else {
+        await resolveUrls(names);
+        for (const name of names) {
+          if (!files.has(name)) throw new Error(`gemma4 load (${label}): ${name} is missing among the files given`);
+        }
+      }
+    },
+    close() {
+      for (const c of closers.splice(0)) c();
+    },
+  };
+}
+
+// tokenizer.json given apart from the model: a URL, a path (Node), a Blob/File or bytes.
+export async function tokenizerSource(spec, { onProgress = () => {}, useCache = true } = {}) {
+  const ctx = { label: 'tokenizer', onProgress, useCache, counts: { downloaded_bytes: 0, cached_files: 0, fetched_files: 0 } };
+  if (typeof spec === 'string' || spec instanceof URL) {
+    if (!isUrlLike(String(spec))) {
+      const fs = await import('node:fs');
+      return new Uint8Array(fs.readFileSync(String(spec)));
+    }
+    return fetchUrl(absoluteUrl(spec), ctx);
+  }
+  return asSource(spec, 'tokenizer.json');
+}

@@ -1,0 +1,126 @@
+// The runtime inside a Web Worker, with the same interface on the page: createGemma4({ worker:
+// true }) starts a module worker of the same build (named WORKER_NAME, so the build's module
+// serves requests when it finds itself there) and answers with a proxy whose methods post to it.
+// Streams arrive chunk by chunk; stats() is the worker's latest figures, sent with every reply.
+export const WORKER_NAME = 'gemma4-worker';
+
+const rebuild = (e) => Object.assign(new (e.name === 'TypeError' ? TypeError : Error)(e.message), { name: e.name });
+
+export async function workerClient(build, options) {
+  const { worker: _worker, ...rest } = options;
+  if (rest.device) throw new TypeError('gemma4: a worker runtime requests its own device; do not pass one');
+  if (typeof Worker === 'undefined') throw new Error('gemma4: this host has no Web Workers');
+  const w = new Worker(build.moduleUrl, { type: 'module', name: WORKER_NAME });
+  const calls = new Map();
+  let nextId = 1, latest = null, broken = null;
+  w.onmessage = ({ data: m }) => {
+    if (m.stats !== undefined) latest = m.stats;
+    const c = calls.get(m.id);
+    if (!c) return;
+    if (m.progress) c.onProgress?.(m.progress);
+    else if (m.chunk) c.chunk(m.chunk);
+    else if (m.started) c.resolve(c.iterable);
+    else if (m.error) { calls.delete(m.id); c.reject(rebuild(m.error)); c.end(rebuild(m.error)); }
+    else if (m.done) { calls.delete(m.id); c.resolve(m.value); c.end(null); }
+  };
+  w.onerror = (e) => {
+    broken = new Error(`gemma4 worker: ${e.message || 'failed'}`);
+    for (const c of calls.values()) { c.reject(broken); c.end(broken); }
+    calls.clear();
+  };
+  const call = (method, args = [], extra = {}) => new Promise((resolve, reject) => {
+    if (broken) { reject(broken); return; }
+    const id = nextId++;
+    calls.set(id, { resolve, reject, chunk() {}, end() {}, ...extra });
+    w.postMessage({ id, method, args });
+  });
+  // An async-iterable fed by the worker's chunks.
+  const streamOf = () => {
+    const queue = [];
+    let wake = null;
+    const put = (x) => { queue.push(x); if (wake) { wake(); wake = null; } };
+    const iterable = {
+      [Symbol.asyncIterator]() {
+        return {
+          async next() {
+            while (!queue.length) await new Promise((r) => { wake = r; });
+            const x = queue.shift();
+            if (x.end === undefined) return { done: false, value: x.chunk };
+            if (x.end) throw x.end;
+            return { done: true, value: undefined };
+          },
+          async return() {
+            w.postMessage({ method: 'interrupt' });
+            return { done: true, value: undefined };
+          },
+        };
+      },
+    };
+    return { iterable, chunk: (c) => put({ chunk: c }), end: (e) => put({ end: e }) };
+  };
+  await call('create', [rest]);
+  return {
+    build: { factory: build.factory, mtp: build.mtp, profile: build.profile, worker: true },
+    chat: {
+      completions: {
+        create(params) {
+          if (params?.stream) return call('chat', [params], streamOf());
+          return call('chat', [params]);
+        },
+      },
+    },
+    load(args = {}) {
+      const { onProgress, ...clonable } = args;
+      return call('load', [{ ...clonable, ...(onProgress ? { onProgress: true } : {}) }], { onProgress });
+    },
+    unload: () => call('unload'),
+    reset: () => call('reset'),
+    interrupt() { w.postMessage({ method: 'interrupt' }); },
+    stats: () => latest,
+    // Ends the worker (and its device); the proxy is unusable afterwards.
+    terminate() { w.terminate(); broken = new Error('gemma4 worker: terminated'); },
+  };
+}
+
+// In a worker named WORKER_NAME: serves the runtime made by `factory` to the page.
+export function serveIfWorker(factory) {
+  if (typeof WorkerGlobalScope === 'undefined' || !(self instanceof WorkerGlobalScope) || self.name !== WORKER_NAME) return;
+  let rt = null;
+  self.onmessage = async ({ data: { id, method, args } }) => {
+    const reply = (m) => self.postMessage({ id, ...m, stats: rt ? rt.stats() : null });
+    const fail = (e) => reply({ error: { name: e?.name ?? 'Error', message: e?.message ?? String(e) } });
+    try {
+      if (method === 'interrupt') {
+        rt?.interrupt();
+      } else if (method === 'create') {
+        rt = await factory(args[0]);
+        reply({ done: true });
+      } else if (method === 'load') {
+        const a = { ...args[0] };
+        if (a.onProgress) a.onProgress = (p) => reply({ progress: p });
+        await rt.load(a);
+        reply({ done: true });
+      } else if (method === 'chat') {
+        const r = await rt.chat.completions.create(args[0]);
+        if (!args[0]?.stream) {
+          reply({ done: true, value: r });
+          return;
+        }
+        reply({ started: true });
+        try {
+          for await (const chunk of r) reply({ chunk });
+          reply({ done: true });
+        } catch (e) {
+          fail(e);
+        }
+      } else if (method === 'unload' || method === 'reset') {
+        await rt[method]();
+        reply({ done: true });
+      } else {
+        throw new Error(`gemma4 worker: unknown call '${method}'`);
+      }
+    } catch (e) {
+      fail(e);
+    }
+  };
+}
