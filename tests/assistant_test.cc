@@ -167,6 +167,31 @@ TEST_P(AssistantTest, GreedySpeculationEqualsPlainGreedy) {
   }
 }
 
+// An interruption asked for after the n-th token ends plain decoding right there, and
+// speculative decoding at the end of that round: both a prefix of the uninterrupted tokens.
+TEST_P(AssistantTest, InterruptionEndsGenerationEarly) {
+  const std::vector<int32_t> prompt = {2, 10, 20, 30};
+  const GenerationResult full = Plain(prompt, 24, {-1});  // no stop token: the whole budget
+  ASSERT_EQ(full.tokens.size(), 24u);
+  GenerateOptions o;
+  o.max_new_tokens = 24;
+  o.stop_ids = {-1};
+  int seen = 0;
+  auto count = [&](int) { ++seen; };
+  o.interrupted = [&] { return seen >= 5; };
+  auto plain = Generate(*target_, prompt, o, count);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->stop_reason, "interrupted");
+  EXPECT_EQ(plain->tokens, std::vector<int>(full.tokens.begin(), full.tokens.begin() + 5));
+  seen = 0;
+  auto spec = GenerateSpeculative(*target_, *assistant_, prompt, o, 3, count);
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->stop_reason, "interrupted");
+  ASSERT_GE(spec->tokens.size(), 5u);
+  EXPECT_LE(spec->tokens.size(), 5u + 3u);
+  EXPECT_EQ(spec->tokens, std::vector<int>(full.tokens.begin(), full.tokens.begin() + spec->tokens.size()));
+}
+
 TEST_P(AssistantTest, PlainDecodingHasZeroCounters) {
   const GenerationResult plain = Plain({2, 10, 20}, 5);
   EXPECT_EQ(plain.stats.rounds, 0);

@@ -207,18 +207,26 @@ class Runtime {
         await target.weights();
         await assistant?.weights();
       }
-      // Weights read into the GPU, reported as 'upload' progress.
+      // Weights read into the GPU, reported as 'upload' progress: how far into its file each
+      // read has come (files are read front to back).
       let uploaded = 0;
       const total = [...target.files.values(), ...(assistant ? assistant.files.values() : [])]
         .reduce((s, f) => s + (f.size ?? f.length), 0);
-      const counted = (src) => (src instanceof Uint8Array ? src : {
-        size: src.size,
-        read(at, k) {
-          uploaded += k;
-          onProgress({ model: 'all', file: '', phase: 'upload', loaded: uploaded, total });
-          return src.read(at, k);
-        },
-      });
+      const counted = (src) => {
+        if (src instanceof Uint8Array) return src;
+        let reached = 0;
+        return {
+          size: src.size,
+          read(at, k) {
+            if (at + k > reached) {
+              uploaded += at + k - reached;
+              reached = at + k;
+              onProgress({ model: 'all', file: '', phase: 'upload', loaded: uploaded, total });
+            }
+            return src.read(at, k);
+          },
+        };
+      };
       files.clear();
       for (const [dir, model] of [['/target', target], ['/assistant', assistant]]) {
         if (model) for (const [name, src] of model.files) files.set(`${dir}/${name}`, counted(src));

@@ -85,6 +85,7 @@ function urlFolder(root, ctx) {
   const { label, onProgress, counts } = ctx;
   const recordKey = root + '.gemma4-files.json';
   let cache = null, record = null;
+  const found = new Set();  // the files this folder has
   const cacheReady = (async () => {
     if (!ctx.useCache || typeof caches === 'undefined') return;
     try {
@@ -98,16 +99,16 @@ function urlFolder(root, ctx) {
   const fetchFile = async (name, { optional = false } = {}) => {
     await cacheReady;
     const url = root + name;
-    if (record && !record.has(name) && optional) return null;
-    if (cache && record?.has(name)) {
-      const hit = await cache.match(url);
-      if (hit) {
-        const blob = await hit.blob();
-        counts.cached_files++;
-        onProgress({ model: label, file: name, phase: 'cached', loaded: blob.size, total: blob.size });
-        return blobSource(blob);
-      }
+    const hit = cache ? await cache.match(url) : null;
+    if (hit) {
+      const blob = await hit.blob();
+      counts.cached_files++;
+      found.add(name);
+      onProgress({ model: label, file: name, phase: 'cached', loaded: blob.size, total: blob.size });
+      return blobSource(blob);
     }
+    // A folder seen before says which optional files it lacks.
+    if (record && !record.has(name) && optional) return null;
     let response;
     try {
       response = await fetch(url);
@@ -119,6 +120,7 @@ function urlFolder(root, ctx) {
       throw new Error(`gemma4 load (${label}): ${url}: HTTP ${response.status}`);
     }
     counts.fetched_files++;
+    found.add(name);
     const total = Number(response.headers.get('content-length')) || 0;
     let loaded = 0;
     const counted = response.body.pipeThrough(new TransformStream({
@@ -145,10 +147,10 @@ function urlFolder(root, ctx) {
   return {
     fetch: fetchFile,
     // Remembers which files the folder has, so that a later load asks the network for nothing.
-    async remember(names) {
+    async remember() {
       if (!cache) return;
       try {
-        await cache.put(recordKey, new Response(JSON.stringify(names)));
+        await cache.put(recordKey, new Response(JSON.stringify([...found].sort())));
       } catch {
         // The cache is an optimisation; a failure shows up as a download next time.
       }
@@ -234,7 +236,7 @@ export function openModel(spec, { label, onProgress = () => {}, useCache = true 
         }
       } else if (kind === 'url') {
         for (const name of names) files.set(name, await folder.fetch(name));
-        await folder.remember([...files.keys()]);
+        await folder.remember();
       } else {
         await resolveUrls(names);
         for (const name of names) {

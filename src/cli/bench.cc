@@ -200,7 +200,10 @@ int RunBench(const std::vector<std::string>& argv) {
   opt.max_new_tokens = static_cast<int>(*decode_tokens);
   opt.stop_ids = {-1};  // run the whole budget
   // A first run of the same shapes compiles every kernel (WebGPU) before anything is timed.
-  auto warm = Generate(**model, prompt, GenerateOptions{2, {}, 0, {-1}});
+  GenerateOptions warm_opt;
+  warm_opt.max_new_tokens = 2;
+  warm_opt.stop_ids = {-1};
+  auto warm = Generate(**model, prompt, warm_opt);
   if (!warm.ok()) return Fail(warm.status());
   auto r = Generate(**model, prompt, opt);
   if (!r.ok()) return Fail(r.status());

@@ -2,15 +2,10 @@
 // model through the WebAssembly module and the browser's WebGPU, to the reference's greedy tokens.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import { readFileSync, existsSync, statSync } from 'node:fs';
-import { join, dirname, resolve, extname, normalize } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
-
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const TYPES = { '.html': 'text/html', '.mjs': 'text/javascript', '.js': 'text/javascript', '.json': 'application/json',
-                '.wasm': 'application/wasm' };
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { root } from './cli.mjs';
+import { launchBrowser, serve, closeServer } from './browser.mjs';
 
 test('the bundled model generates the reference tokens in headless Chromium', { timeout: 300000 }, async () => {
   const golden = JSON.parse(readFileSync(join(root, 'testdata/models/e2b_mini/golden.json'), 'utf8'));
@@ -18,29 +13,17 @@ test('the bundled model generates the reference tokens in headless Chromium', { 
   const n = 8;
   let resolveResult;
   const result = new Promise((r) => { resolveResult = r; });
-  const server = createServer((req, res) => {
-    if (req.method === 'POST' && req.url === '/result') {
-      let body = '';
-      req.on('data', (c) => { body += c; });
-      req.on('end', () => { res.end('ok'); resolveResult(JSON.parse(body)); });
-      return;
-    }
-    const path = normalize(join(root, decodeURIComponent(new URL(req.url, 'http://x').pathname)));
-    if (!path.startsWith(root) || !existsSync(path) || !statSync(path).isFile()) {
-      res.statusCode = 404;
-      res.end();
-      return;
-    }
-    res.setHeader('Content-Type', TYPES[extname(path)] || 'application/octet-stream');
-    res.end(readFileSync(path));
+  const server = await serve({
+    routes: {
+      'POST /result': (req, res) => {
+        let body = '';
+        req.on('data', (c) => { body += c; });
+        req.on('end', () => { res.end('ok'); resolveResult(JSON.parse(body)); });
+      },
+    },
   });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
   const port = server.address().port;
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--enable-unsafe-webgpu', '--no-sandbox', '--disable-quic', '--no-first-run', '--disable-background-networking',
-           '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchBrowser();
   try {
     const page = await browser.newPage();
     await page.goto(`http://127.0.0.1:${port}/tests/browser/smoke.html?model=testdata/models/e2b_mini&ids=${p.prompt_ids.join(',')}&n=${n}`);
@@ -56,7 +39,6 @@ test('the bundled model generates the reference tokens in headless Chromium', { 
     await page.screenshot({ path: join(root, 'build-wasm', 'browser_smoke.png') });
   } finally {
     await browser.close();
-    server.closeAllConnections?.();
-    server.close();
+    closeServer(server);
   }
 });

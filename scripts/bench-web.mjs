@@ -1,0 +1,71 @@
+#!/usr/bin/env node
+// Benchmarks the four builds of dist/ through the JavaScript API (Node; WebGPU through Dawn):
+// for each build, one load and a greedy chat completion, with prefill and decode speed, time to
+// first token, the speculative counters (mtp builds) and the kernel profile (profile builds).
+// A build whose artifacts or source record are missing or stale (scripts/manifest.mjs) is
+// reported as "pending", never with another build's figures.
+//   node scripts/bench-web.mjs [--dist DIR] [--model DIR] [--assistant DIR] [--tokenizer FILE]
+//                              [--prompt TEXT] [--tokens N] [--backend webgpu|cpu] [--json]
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { BUILDS, ROOT, verifyManifest } from './manifest.mjs';
+
+const args = process.argv.slice(2);
+const opt = (name, fallback) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const dist = opt('dist', join(ROOT, 'dist'));
+const model = opt('model', join(ROOT, 'testdata/models/e2b_mini'));
+const assistant = opt('assistant', join(model, 'assistant_centroid'));
+const tokenizer = opt('tokenizer', args.includes('--model') ? undefined : join(ROOT, 'testdata/tokenizers/mini/tokenizer.json'));
+const prompt = opt('prompt', 'Tell me a story about a cat.');
+const tokens = Number(opt('tokens', 32));
+const backend = opt('backend', 'webgpu');
+
+const verdict = verifyManifest(dist);
+const report = [];
+for (const b of BUILDS) {
+  const state = verdict.builds[b.name];
+  if (state !== 'ok') {
+    report.push({ build: b.name, status: state });
+    continue;
+  }
+  const mod = await import(pathToFileURL(join(dist, `${b.file}.mjs`)).href);
+  const factory = Object.values(mod).find((f) => typeof f === 'function');
+  const rt = await factory({ backend });
+  const t0 = performance.now();
+  await rt.load({ target: model, ...(b.mtp ? { assistant } : {}), ...(tokenizer ? { tokenizer } : {}) });
+  const loadMs = performance.now() - t0;
+  const messages = [{ role: 'user', content: prompt }];
+  await rt.chat.completions.create({ messages, max_tokens: 2, temperature: 0 });  // kernels compiled
+  const r = await rt.chat.completions.create({ messages, max_tokens: tokens, temperature: 0 });
+  const u = r.usage;
+  const row = { build: b.name, status: 'ok', load_ms: loadMs, prompt_tokens: u.prompt_tokens,
+                completion_tokens: u.completion_tokens, prefill_tokens_per_s: u.prefill_tokens_per_s,
+                decode_tokens_per_s: u.decode_tokens_per_s, time_to_first_token_ms: u.time_to_first_token_ms };
+  if (b.mtp) Object.assign(row, { rounds: u.speculative.rounds, acceptance_rate: u.speculative.acceptance_rate });
+  if (b.profile) {
+    const p = rt.stats().profile;
+    row.profile = { supported: p.supported, fresh: p.fresh, total_kernel_ms: p.total_kernel_ms,
+                    top: Object.entries(p.ops).slice(0, 5).map(([k, v]) => `${k} ${v.ms.toFixed(2)} ms/${v.calls}`) };
+  }
+  await rt.unload();
+  report.push(row);
+}
+if (args.includes('--json')) {
+  console.log(JSON.stringify(report));
+} else {
+  for (const r of report) {
+    if (r.status !== 'ok') {
+      console.log(`${r.build.padEnd(14)} ${r.status}`);
+      continue;
+    }
+    let line = `${r.build.padEnd(14)} load ${r.load_ms.toFixed(0)} ms, prefill ${r.prefill_tokens_per_s.toFixed(1)} tok/s ` +
+      `(${r.prompt_tokens} tokens), decode ${r.decode_tokens_per_s.toFixed(1)} tok/s (${r.completion_tokens}), ` +
+      `first token ${r.time_to_first_token_ms.toFixed(0)} ms`;
+    if (r.rounds !== undefined) line += `, ${r.rounds} rounds, acceptance ${(100 * r.acceptance_rate).toFixed(1)}%`;
+    if (r.profile) line += `\n${''.padEnd(15)}kernels ${r.profile.total_kernel_ms.toFixed(2)} ms: ${r.profile.top.join(', ')}`;
+    console.log(line);
+  }
+}

@@ -1,0 +1,196 @@
+// The JavaScript API (dist/*.mjs, made by scripts/build-web.sh) in Node on WebGPU (Dawn on
+// lavapipe): chat completions equal the native CPU reference's text, speculative decoding gives
+// the text of plain decoding, streaming, stop strings, interrupt, reset, unload, bad options, and
+// loads that fail closed.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { root } from './cli.mjs';
+
+const dist = (name) => import(join(root, 'dist', name));
+const { createGemma4 } = await dist('gemma4.mjs');
+const { createGemma4Mtp } = await dist('gemma4-mtp.mjs');
+const { createGemma4MtpProfile } = await dist('gemma4-mtp-profile.mjs');
+
+const model = join(root, 'testdata/models/e2b_mini');
+const assistant = join(model, 'assistant_centroid');
+const tokenizer = join(root, 'testdata/tokenizers/mini/tokenizer.json');
+const messages = [{ role: 'user', content: 'Hello there, how are you?' }];
+const N = 12;
+
+// The native CLI's (CPU reference) greedy text for the same chat prompt.
+function referenceText(content, n) {
+  const out = execFileSync(join(root, 'build', 'gemma4'), ['generate', '--model', model, '--tokenizer', tokenizer, '--chat',
+                                                            '--prompt', content, '--max-new-tokens', String(n), '--json'],
+                           { encoding: 'utf8' });
+  return JSON.parse(out.trim().split('\n').pop());
+}
+
+async function collect(stream) {
+  const chunks = [];
+  for await (const c of stream) chunks.push(c);
+  return { chunks, text: chunks.map((c) => c.choices[0].delta.content ?? '').join(''), last: chunks[chunks.length - 1] };
+}
+
+test('plain and speculative runtimes answer with the CPU reference text', { timeout: 240000 }, async (t) => {
+  const ref = referenceText(messages[0].content, N);
+  assert.equal(ref.tokens.length, N);
+
+  const plain = await createGemma4();
+  await plain.load({ target: model, tokenizer });
+  const r = await plain.chat.completions.create({ messages, max_tokens: N, temperature: 0 });
+  assert.equal(r.object, 'chat.completion');
+  assert.equal(r.choices[0].message.content, ref.text);
+  assert.equal(r.choices[0].finish_reason, 'length');
+  assert.equal(r.usage.completion_tokens, N);
+  assert.equal(r.usage.prompt_tokens, ref.stats.prompt_tokens);
+  assert.equal(r.usage.speculative.enabled, false);
+  assert.ok(r.usage.time_to_first_token_ms > 0);
+  await assert.rejects(plain.load({ target: model }), /a model is loaded/);
+  await plain.unload();
+  assert.equal(plain.stats().gpu_buffers, 0);
+  // The plain build has no speculative decoding.
+  await assert.rejects(plain.load({ target: model, assistant }), /createGemma4Mtp/);
+
+  const mtp = await createGemma4Mtp();
+  await mtp.load({ target: model, assistant, tokenizer });
+  const on = await collect(await mtp.chat.completions.create({ messages, max_tokens: N, temperature: 0, stream: true }));
+  const off = await collect(await mtp.chat.completions.create({ messages, max_tokens: N, temperature: 0, stream: true,
+                                                                  mtp: false }));
+  assert.equal(on.text, ref.text);
+  assert.equal(off.text, ref.text);
+  assert.equal(on.chunks[0].choices[0].delta.role, 'assistant');
+  assert.equal(on.last.choices[0].finish_reason, 'length');
+  const spec = on.last.usage.speculative;
+  assert.equal(spec.enabled, true);
+  assert.ok(spec.rounds > 0);
+  assert.equal(spec.drafted <= 2 * spec.rounds, true);
+  assert.equal(spec.accepted_per_position.length, 2);
+  assert.equal(off.last.usage.speculative.rounds, 0);
+  const s = mtp.stats();
+  assert.equal(s.requests, 2);
+  assert.equal(s.rounds, spec.rounds);
+  assert.equal(s.completion_tokens, 2 * N);
+
+  await t.test('stop strings end the text before them', async () => {
+    const cut = ref.text.slice(4, 6);
+    const want = ref.text.slice(0, ref.text.indexOf(cut));
+    const res = await mtp.chat.completions.create({ messages, max_tokens: N, temperature: 0, stop: [cut] });
+    assert.equal(res.choices[0].message.content, want);
+    assert.equal(res.choices[0].finish_reason, 'stop');
+    const streamed = await collect(await mtp.chat.completions.create({ messages, max_tokens: N, temperature: 0, stop: cut,
+                                                                        stream: true }));
+    assert.equal(streamed.text, want);
+  });
+
+  await t.test('interrupt stops mid-stream and the next request works', async () => {
+    const stream = await mtp.chat.completions.create({ messages, max_tokens: 200, temperature: 0, stream: true });
+    const chunks = [];
+    for await (const c of stream) {
+      chunks.push(c);
+      if (chunks.length === 2) mtp.interrupt();
+    }
+    const last = chunks[chunks.length - 1];
+    assert.equal(last.choices[0].finish_reason, 'interrupted');
+    assert.ok(last.usage.completion_tokens < 200);
+    const again = await mtp.chat.completions.create({ messages, max_tokens: N, temperature: 0 });
+    assert.equal(again.choices[0].message.content, ref.text);
+  });
+
+  await t.test('seeded sampling repeats itself', async () => {
+    const a = await mtp.chat.completions.create({ messages, max_tokens: N, temperature: 1, top_p: 0.9, seed: 7 });
+    const b = await mtp.chat.completions.create({ messages, max_tokens: N, temperature: 1, top_p: 0.9, seed: 7 });
+    assert.equal(a.choices[0].message.content, b.choices[0].message.content);
+  });
+
+  await t.test('bad requests and concurrent calls are rejected clearly', async () => {
+    await assert.rejects(mtp.chat.completions.create({ messages, max_tokens: 4, temprature: 0 }), /unknown option 'temprature'/);
+    await assert.rejects(mtp.chat.completions.create({ messages, temperature: -1 }), /temperature must be/);
+    await assert.rejects(mtp.chat.completions.create({ messages, stop: [''] }), /stop must be/);
+    await assert.rejects(mtp.chat.completions.create({ messages: [{ role: 'user', content: 'x', extra: 1 }], max_tokens: 1 }),
+                         /unknown field 'extra'/);
+    await assert.rejects(mtp.chat.completions.create({ messages, max_tokens: 5000 }), /exceeds the context of 4096/);
+    const first = mtp.chat.completions.create({ messages, max_tokens: 4, temperature: 0 });
+    await assert.rejects(mtp.chat.completions.create({ messages, max_tokens: 4 }), /busy with chat.completions.create/);
+    await assert.rejects(mtp.reset(), /busy/);
+    await first;
+  });
+
+  await t.test('reset zeroes the counters and gives the same answers', async () => {
+    assert.ok(mtp.stats().requests > 0);
+    await mtp.reset();
+    const s0 = mtp.stats();
+    assert.equal(s0.loaded, true);
+    for (const k of ['requests', 'prompt_tokens', 'completion_tokens', 'rounds', 'drafted', 'accepted']) assert.equal(s0[k], 0, k);
+    assert.deepEqual(s0.accepted_per_position, []);
+    assert.equal(s0.last, null);
+    const r2 = await mtp.chat.completions.create({ messages, max_tokens: N, temperature: 0 });
+    assert.equal(r2.choices[0].message.content, ref.text);
+    assert.equal(mtp.stats().requests, 1);
+  });
+
+  await mtp.unload();
+  assert.equal(mtp.stats().gpu_buffers, 0);
+  assert.equal(mtp.stats().loaded, false);
+  await assert.rejects(mtp.chat.completions.create({ messages }), /no model is loaded/);
+});
+
+test('files given as Blobs load like a folder; bad files fail closed and a later load works', { timeout: 120000 }, async () => {
+  const files = {};
+  for (const name of ['config.json', 'generation_config.json', 'model.safetensors']) {
+    files[name] = new Blob([readFileSync(join(model, name))]);
+  }
+  const g = await createGemma4();
+  const truncated = { ...files, 'model.safetensors': files['model.safetensors'].slice(0, 1 << 20) };
+  await assert.rejects(g.load({ target: truncated, tokenizer }), /model\.safetensors/);
+  assert.equal(g.stats().loaded, false);
+  assert.equal(g.stats().gpu_buffers, 0);
+  await assert.rejects(g.load({ target: { 'config.json': files['config.json'] } }), /model\.safetensors is missing/);
+  await assert.rejects(g.load({ target: model, contextLength: 1 << 24 }), /maxStorageBufferBindingSize/);
+  await assert.rejects(g.load({ target: model, context: 10 }), /unknown option 'context'/);
+  await assert.rejects(createGemma4({ backnd: 'cpu' }), /unknown option 'backnd'/);
+  await g.load({ target: files, tokenizer: new Blob([readFileSync(tokenizer)]) });
+  const r = await g.chat.completions.create({ messages, max_tokens: N, temperature: 0 });
+  assert.equal(r.choices[0].message.content, referenceText(messages[0].content, N).text);
+  await g.unload();
+  assert.equal(g.stats().gpu_buffers, 0);
+});
+
+test('the CPU backend inside WebAssembly gives the same text', { timeout: 120000 }, async () => {
+  const g = await createGemma4Mtp({ backend: 'cpu' });
+  await g.load({ target: model, assistant, tokenizer });
+  const r = await g.chat.completions.create({ messages, max_tokens: N, temperature: 0 });
+  assert.equal(r.choices[0].message.content, referenceText(messages[0].content, N).text);
+  assert.ok(r.usage.speculative.rounds > 0);
+  await g.unload();
+});
+
+test('profile builds report a versioned profile per request; reset clears its generations', { timeout: 120000 }, async () => {
+  const g = await createGemma4MtpProfile();
+  await g.load({ target: model, assistant, tokenizer });
+  const before = g.stats().profile;
+  assert.equal(before.schema_version, 1);
+  assert.equal(before.generation, 0);
+  await g.chat.completions.create({ messages, max_tokens: 4, temperature: 0 });
+  await g.chat.completions.create({ messages, max_tokens: 4, temperature: 0 });
+  const p = g.stats().profile;
+  assert.equal(p.schema_version, 1);
+  assert.equal(p.generation, 2);
+  // Lavapipe offers timestamp queries, so the profile has figures here.
+  assert.equal(p.supported, true);
+  assert.equal(p.fresh, true);
+  assert.ok(p.total_kernel_ms > 0);
+  assert.ok(Object.keys(p.ops).length > 3);
+  assert.ok(Object.values(p.ops).every((o) => o.calls > 0 && o.ms >= 0));
+  await g.reset();
+  assert.equal(g.stats().profile.generation, 0);
+  await g.chat.completions.create({ messages, max_tokens: 2, temperature: 0 });
+  assert.equal(g.stats().profile.generation, 1);
+  await g.unload();
+  // Wall builds say they have no profile.
+  const wall = await createGemma4();
+  assert.equal(wall.stats().profile.supported, false);
+  assert.equal(wall.stats().profile.schema_version, 1);
+});
