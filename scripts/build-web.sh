@@ -15,7 +15,7 @@ for b in "${builds[@]}"; do
           --log-level=warning --outfile="dist.partial/$b.mjs"
   cp "build-wasm/runtime/$b.wasm" dist.partial/
   factory=$(sed -n 's/^export const \(create[A-Za-z0-9]*\) = .*/\1/p' "web/entries/$b.mjs")
-  printf "import type { Gemma4Factory } from './gemma4-types';\nexport declare const %s: Gemma4Factory;\nexport default %s;\n" \
+  printf "import type { Gemma4Factory } from './gemma4-types.js';\nexport declare const %s: Gemma4Factory;\nexport default %s;\n" \
          "$factory" "$factory" > "dist.partial/$b.d.mts"
 done
 cp web/gemma4-types.d.ts dist.partial/gemma4-types.d.ts

@@ -94,6 +94,7 @@ class Runtime {
   #last = null;
   #profile = null;
   #loadStats = null;
+  #leftBehind = 0;    // GPU buffers the last torn-down instance did not destroy (0 unless a bug)
 
   constructor(build, options) {
     this.#build = build;
@@ -232,6 +233,8 @@ class Runtime {
         if (model) for (const [name, src] of model.files) files.set(`${dir}/${name}`, counted(src));
       }
       if (!(await inst.call('g4_rt_load', rt))) throw this.#error('load');
+      const gpuError = await inst.gpu?.settle();
+      if (gpuError) throw new Error(`gemma4 load: ${gpuError.message}`);
       const out = inst.exports.malloc(4);
       const ip = inst.exports.g4_rt_info(rt, out);
       this.#info = JSON.parse(inst.text(ip, inst.u32(out)));
@@ -239,6 +242,7 @@ class Runtime {
       inst.exports.free(out);
     } catch (e) {
       if (rt) inst.exports.g4_rt_free(rt);
+      this.#leftBehind = inst.gpu ? inst.gpu.liveBuffers() : 0;
       inst.gpu?.dispose();
       this.#inst = null;
       throw e;
@@ -255,6 +259,7 @@ class Runtime {
     if (inst) {
       if (this.#rt) inst.exports.g4_rt_free(this.#rt);
       leaked = inst.gpu ? inst.gpu.liveBuffers() : 0;
+      this.#leftBehind = leaked;
       inst.gpu?.dispose();
     }
     this.#rt = 0;
@@ -451,7 +456,7 @@ class Runtime {
       accepted_per_position: [...c.accepted_per_position],
       acceptance_rate: c.drafted ? c.accepted / c.drafted : 0,
       last: this.#last,
-      gpu_buffers: this.#inst?.gpu ? this.#inst.gpu.liveBuffers() : 0,
+      gpu_buffers: this.#inst?.gpu ? this.#inst.gpu.liveBuffers() : this.#leftBehind,
       profile,
     };
   }

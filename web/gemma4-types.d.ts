@@ -9,9 +9,12 @@ export type ModelSource =
   | FileList
   | Record<string, Blob | File | Uint8Array | ArrayBuffer | string | URL>;
 
+/** GPUDevice where the WebGPU types are in scope (lib "dom" of a recent TypeScript, or @webgpu/types). */
+export type WebGPUDevice = typeof globalThis extends { GPUDevice: { prototype: infer D } } ? D : object;
+
 export interface FactoryOptions {
   /** A device to own (default: one requested from navigator.gpu, or Dawn's `webgpu` package in Node). */
-  device?: GPUDevice;
+  device?: WebGPUDevice;
   /** 'webgpu' (default) or 'cpu' (the CPU backend inside WebAssembly). */
   backend?: 'webgpu' | 'cpu';
   /** The build's .wasm (default: beside the module). */

@@ -34,6 +34,7 @@ export function createGpuImports(device, memory, pending) {
   let arena = 0;
   let error = null;
   const compileChecks = [];  // error scopes of kernels registered since the last read
+  const allocChecks = [];    // error scopes of buffers created since the last read
   let kernelError = null;
   const profile = {
     supported: device.features.has('timestamp-query'),
@@ -111,7 +112,12 @@ export function createGpuImports(device, memory, pending) {
         const usage = kind === 0
           ? GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST
           : GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST;
+        // Out of memory shows up asynchronously: it fails the next read (and settle()).
+        device.pushErrorScope('out-of-memory');
         buffers.push(device.createBuffer({ size, usage }));
+        allocChecks.push(device.popErrorScope().then((e) => {
+          if (e) error ??= new Error(`out of GPU memory allocating ${size} bytes: ${e.message}`);
+        }));
         if (kind === 0) arena = buffers.length - 1;
         return buffers.length - 1;
       } catch (e) {
@@ -204,9 +210,10 @@ export function createGpuImports(device, memory, pending) {
       const encoder = device.createCommandEncoder();
       encoder.copyBufferToBuffer(buffers[id], offset, staging, 0, size);
       device.queue.submit([encoder.finish()]);
-      const checks = compileChecks.splice(0);
+      const checks = [...compileChecks.splice(0), ...allocChecks.splice(0)];
       pending.promise = Promise.all(checks).then(() => staging.mapAsync(GPUMapMode.READ)).then(() => {
         if (kernelError) throw kernelError;
+        if (error) throw error;
         bytes().set(new Uint8Array(staging.getMappedRange()), dst);
         staging.unmap();
         staging.destroy();
@@ -223,6 +230,11 @@ export function createGpuImports(device, memory, pending) {
       return device.limits.maxStorageBufferBindingSize;
     },
     lastError: () => error,
+    // Resolves when every allocation so far is known to have worked, to the first error or null.
+    async settle() {
+      await Promise.all(allocChecks.splice(0));
+      return error;
+    },
     // Destroys what the bridge itself made (the module's buffers are the module's to destroy).
     dispose() {
       uniforms.destroy();

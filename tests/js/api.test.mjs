@@ -194,3 +194,62 @@ test('profile builds report a versioned profile per request; reset clears its ge
   assert.equal(wall.stats().profile.supported, false);
   assert.equal(wall.stats().profile.schema_version, 1);
 });
+
+// A device whose n-th buffer allocation reports out-of-memory through its error scope, as a
+// device that runs out does.
+function deviceFailingAllocation(device, n) {
+  const filters = [];
+  let allocations = 0;
+  return new Proxy(device, {
+    get(target, key) {
+      if (key === 'pushErrorScope') return (filter) => { filters.push(filter); target.pushErrorScope(filter); };
+      if (key === 'popErrorScope') {
+        return async () => {
+          const filter = filters.pop();
+          const e = await target.popErrorScope();
+          if (filter === 'out-of-memory' && ++allocations === n) return e ?? { message: 'simulated: no memory left' };
+          return e;
+        };
+      }
+      const v = target[key];
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
+
+async function newDevice() {
+  const { create, globals } = await import('webgpu');
+  Object.assign(globalThis, globals);
+  const gpu = create([]);
+  globalThis.__test_gpu = gpu;
+  const adapter = await gpu.requestAdapter();
+  return adapter.requestDevice({ requiredLimits: { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize } });
+}
+
+test('out of GPU memory and a lost device come back as errors; nothing stays half loaded', { timeout: 120000 }, async () => {
+  const device = await newDevice();
+  const g = await createGemma4({ device: deviceFailingAllocation(device, 5) });
+  await assert.rejects(g.load({ target: model, tokenizer }), /out of GPU memory allocating \d+ bytes: simulated/);
+  assert.equal(g.stats().loaded, false);
+  assert.equal(g.stats().gpu_buffers, 0);
+  // The next load (the fault was the fifth allocation of the first) works.
+  await g.load({ target: model, tokenizer });
+  const r = await g.chat.completions.create({ messages, max_tokens: 4, temperature: 0 });
+  assert.equal(r.usage.completion_tokens, 4);
+
+  device.destroy();
+  await device.lost;
+  await new Promise((ok) => setTimeout(ok, 0));
+  assert.match(g.stats().device_lost, /destroyed/);
+  await assert.rejects(g.chat.completions.create({ messages, max_tokens: 4 }), /device was lost/);
+  await g.unload();
+  await assert.rejects(g.load({ target: model }), /device given was lost/);
+
+  // A runtime that owns its device loads again after an unload.
+  const own = await createGemma4();
+  await own.load({ target: model, tokenizer });
+  await own.unload();
+  await own.load({ target: model, tokenizer });
+  assert.equal((await own.chat.completions.create({ messages, max_tokens: 2, temperature: 0 })).usage.completion_tokens, 2);
+  await own.unload();
+});

@@ -129,6 +129,22 @@ test('the demo page chats with the bundled model in headless Chromium', { timeou
       await state(page3, 'empty');
       await page3.close();
     });
+    await t.test('a full storage quota is reported and the model still loads', async () => {
+      const fresh = await browser.newContext();
+      await fresh.addInitScript(() => {
+        Cache.prototype.put = () => Promise.reject(new DOMException('simulated: the quota is used up', 'QuotaExceededError'));
+      });
+      const page4 = await fresh.newPage();
+      await page4.goto(base);
+      await state(page4, 'empty');
+      await load(page4);
+      assert.match(await page4.textContent('#progress-text'), /loaded in/);
+      assert.match(await page4.textContent('#notice'), /config\.json was not cached \(QuotaExceededError: simulated/);
+      const s = await stats(page4);
+      assert.ok(s.load.target.downloaded_bytes > 0);
+      assert.equal((await ask(page4)).text, want);
+      await fresh.close();
+    });
     assert.deepEqual(errors, []);
   } finally {
     await browser.close();

@@ -76,6 +76,7 @@ async function load() {
     return;
   }
   setState('loading', 'loading...');
+  $('notice').textContent = '';
   const progress = $('progress');
   const seen = new Map();
   try {
@@ -86,7 +87,7 @@ async function load() {
       contextLength: Number($('context').value),
       onProgress(p) {
         if (p.phase === 'cache-error') {
-          $('progress-text').textContent = `${p.file} was not cached (${p.error}); kept in memory`;
+          $('notice').textContent += `${p.file} was not cached (${p.error}); it is kept in memory instead. `;
           return;
         }
         seen.set(p.phase === 'upload' ? 'upload' : `${p.model}/${p.file}`, p);
