@@ -167,6 +167,25 @@ TEST(Config, GenerationConfigSetsEos) {
   EXPECT_NE(s.message().find("generation_config.json"), std::string::npos);
 }
 
+TEST(Config, GenerationConfigSetsSamplingDefaults) {
+  ModelConfig c = MustParse(BaseText());
+  ASSERT_TRUE(ApplyGenerationConfig(R"({"eos_token_id": 1})", "generation_config.json", &c).ok());
+  EXPECT_EQ(c.default_temperature, 0.0f);  // no do_sample: greedy, as the reference's generate()
+  ASSERT_TRUE(ApplyGenerationConfig(R"({"do_sample": true, "top_k": 64, "top_p": 0.95})", "g.json", &c).ok());
+  EXPECT_EQ(c.default_temperature, 1.0f);
+  EXPECT_EQ(c.default_top_k, 64);
+  EXPECT_FLOAT_EQ(c.default_top_p, 0.95f);
+  ASSERT_TRUE(ApplyGenerationConfig(R"({"do_sample": true, "temperature": 0.7})", "g.json", &c).ok());
+  EXPECT_FLOAT_EQ(c.default_temperature, 0.7f);
+  ASSERT_TRUE(ApplyGenerationConfig(R"({"do_sample": false, "temperature": 0.7})", "g.json", &c).ok());
+  EXPECT_EQ(c.default_temperature, 0.0f);
+  for (const char* bad : {R"({"do_sample": 1})", R"({"top_k": 2.5})", R"({"top_p": 0})", R"({"temperature": "hot"})"}) {
+    Status s = ApplyGenerationConfig(bad, "gen.json", &c);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("gen.json: "), std::string::npos) << s.message();
+  }
+}
+
 TEST(Config, GoldenCheckpointsResolveAsTheReference) {
   // golden.json records the per-layer head dims and KV heads transformers resolved.
   for (const std::string& dir : test::GoldenModelDirs()) {

@@ -58,6 +58,7 @@ class CountingBackend final : public Backend {
     inner_->GatherMatVecIds(In(o), In(i), In(w), In(rows), n);
   }
   void TopK(F32 o, F32 x, int r, int c, int k) override { inner_->TopK(In(o), In(x), r, c, k); }
+  void TopKValues(F32 o, F32 x, int c, int k) override { inner_->TopKValues(In(o), In(x), c, k); }
   void ArgmaxKeyed(F32 o, F32 x, F32 k, int c) override { inner_->ArgmaxKeyed(In(o), In(x), In(k), c); }
   void AcceptDrafts(F32 o, F32 d, F32 t, int k) override { inner_->AcceptDrafts(In(o), In(d), In(t), k); }
   void RmsNorm(F32 o, F32 i, const Weight& w, int r, int d, float e) override { inner_->RmsNorm(In(o), In(i), In(w), r, d, e); }

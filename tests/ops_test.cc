@@ -225,6 +225,13 @@ TEST_F(OpsTest, ArgmaxTakesTheFirstOfEqualMaxima) {
   EXPECT_EQ(Read(ids, 3), (std::vector<float>{1, 1, 3}));
 }
 
+TEST_F(OpsTest, TopKValuesAreTheBestColumnsAndTheirValues) {
+  F32 x = Floats({1, 5, 5, -2, 7, 0});
+  F32 out = Floats(std::vector<float>(6));
+  be_->TopKValues(out, x, 6, 3);
+  EXPECT_EQ(Read(out, 6), (std::vector<float>{4, 1, 2, 7, 5, 5}));
+}
+
 TEST_F(OpsTest, SoftcapAddScale) {
   F32 a = Floats({0.0f, 30.0f, -60.0f}), b = Floats({1.0f, 1.0f, 1.0f});
   be_->Softcap(a, 3, 30.0f);

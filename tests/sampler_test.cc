@@ -2,6 +2,7 @@
 // distribution they claim.
 #include <cmath>
 #include <map>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -63,6 +64,34 @@ TEST(Sampler, RejectsBadOptions) {
   EXPECT_FALSE(ValidateSamplerOptions(SamplerOptions{1.0f, 0, 1.5f, 0}).ok());
 }
 
+// Drawing from the top_k + 1 best logits gives the token (and leaves the generator where) the
+// whole row would, and declines when logits tie at the k-th place.
+TEST(Sampler, SampleTopEqualsSampleOnTheWholeRow) {
+  std::mt19937 gen(11);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<float> logits(300);
+    for (float& l : logits) l = std::round(normal(gen) * 8.0f) / 8.0f;  // coarse: ties happen
+    const SamplerOptions o{0.3f + 0.02f * (trial % 60), 1 + trial % 70, trial % 3 ? 0.9f : 1.0f,
+                           static_cast<uint64_t>(trial)};
+    Sampler whole(o), top(o);
+    for (int draw = 0; draw < 5; ++draw) {
+      const int t = top.SampleTop(TopK(logits, o.top_k + 1));
+      const int w = whole.Sample(logits);
+      if (t < 0) {
+        // A tie at the k-th place: the caller reads the whole row, with the generator untouched.
+        EXPECT_EQ(logits[TopK(logits, o.top_k + 1)[o.top_k].first], logits[TopK(logits, o.top_k)[o.top_k - 1].first]);
+        EXPECT_EQ(top.Sample(logits), w);
+      } else {
+        EXPECT_EQ(t, w) << "trial " << trial << " draw " << draw;
+      }
+    }
+  }
+  Sampler greedy(SamplerOptions{0.0f, 5, 1.0f, 0}), no_k(SamplerOptions{1.0f, 0, 1.0f, 0});
+  EXPECT_EQ(greedy.SampleTop(TopK(std::vector<float>{1, 2, 3, 4, 5, 6, 7}, 6)), -1);
+  EXPECT_EQ(no_k.SampleTop(TopK(std::vector<float>{1, 2, 3}, 1)), -1);
+}
+
 class GenerateTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -87,6 +116,33 @@ TEST_F(GenerateTest, SameSeedSameTokensOtherSeedOthers) {
   auto c = Generate(*model_, prompt_, o);
   ASSERT_TRUE(c.ok());
   EXPECT_NE(a->tokens, c->tokens);
+}
+
+// Generation samples with top-k from the top_k + 1 logits the backend picks: the same tokens as
+// drawing from whole rows.
+TEST_F(GenerateTest, TopKSamplingEqualsSamplingWholeRows) {
+  for (const SamplerOptions& so : {SamplerOptions{1.5f, 40, 0.95f, 3}, SamplerOptions{0.8f, 64, 1.0f, 9},
+                                   SamplerOptions{2.0f, 127, 0.9f, 1}}) {
+    GenerateOptions o;
+    o.max_new_tokens = 16;
+    o.stop_ids = {-1};
+    o.sampler = so;
+    auto fast = Generate(*model_, prompt_, o);
+    ASSERT_TRUE(fast.ok()) << fast.status().message();
+    // The same loop on whole rows of logits.
+    auto cache = model_->NewCache(static_cast<int64_t>(prompt_.size()) + o.max_new_tokens);
+    ASSERT_TRUE(cache.ok());
+    Sampler sampler(so);
+    std::vector<float> logits;
+    std::vector<int> tokens;
+    std::vector<int32_t> next(prompt_.begin(), prompt_.end());
+    for (int i = 0; i < o.max_new_tokens; ++i) {
+      ASSERT_TRUE(model_->Forward(next, **cache, 1, &logits).ok());
+      tokens.push_back(sampler.Sample(logits));
+      next = {tokens.back()};
+    }
+    EXPECT_EQ(fast->tokens, tokens) << "top_k " << so.top_k;
+  }
 }
 
 TEST_F(GenerateTest, TopKOneIsGreedy) {

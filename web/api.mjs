@@ -194,7 +194,10 @@ class Runtime {
     const log = this.#options.log ?? (() => {});
     const wasi = createMemoryWasi({ files, stdout: log, stderr: log });
     const device = await this.#gpu();
-    const inst = await instantiate(this.#module, { wasi, device, host: { token: (id, ptr, len) => this.#token(id, ptr, len) } });
+    const inst = await instantiate(this.#module, { wasi, device, host: {
+      token: (id, ptr, len) => this.#token(id, ptr, len),
+      round: (drafted, accepted) => this.#round(drafted, accepted),
+    } });
     this.#inst = inst;
     let rt = 0;
     try {
@@ -311,6 +314,15 @@ class Runtime {
     if (this.#job) this.#job.interrupted = true;
   }
 
+  // The speculative counters move round by round, so stats() shows them live.
+  #round(drafted, accepted) {
+    const c = this.#counters;
+    c.rounds++;
+    c.drafted += drafted;
+    c.accepted += accepted;
+    for (let i = 0; i < accepted; i++) c.accepted_per_position[i] = (c.accepted_per_position[i] ?? 0) + 1;
+  }
+
   #token(id, ptr, len) {
     const job = this.#job;
     if (!job) return 0;
@@ -361,9 +373,10 @@ class Runtime {
     const request = {
       messages: p.messages,
       max_tokens: num('max_tokens', 0, 1 << 24, true) ?? num('max_completion_tokens', 0, 1 << 24, true),
-      temperature: num('temperature', 0, 2) ?? 1,
-      top_p: num('top_p', 0, 1) ?? 1,
-      top_k: num('top_k', 0, 1 << 30, true) ?? 0,
+      // Unset sampling options take the model's generation_config.json defaults.
+      temperature: num('temperature', 0, 2),
+      top_p: num('top_p', 0, 1),
+      top_k: num('top_k', 0, 1 << 30, true),
       seed: num('seed', 0, Number.MAX_SAFE_INTEGER, true) ?? 0,
       speculative: p.mtp ?? this.#info.assistant,
     };
@@ -428,10 +441,7 @@ class Runtime {
     c.requests++;
     c.prompt_tokens += s.prompt_tokens;
     c.completion_tokens += s.generated_tokens;
-    c.rounds += s.rounds;
-    c.drafted += s.drafted;
-    c.accepted += s.accepted;
-    s.accepted_per_position.forEach((a, i) => { c.accepted_per_position[i] = (c.accepted_per_position[i] ?? 0) + a; });
+    s.accepted_per_position.forEach((_, i) => { c.accepted_per_position[i] ??= 0; });
     this.#last = usage;
     const finish = job.stopped ? 'stop' : answer.stop_reason === 'eos' ? 'stop'
       : answer.stop_reason === 'length' ? 'length' : 'interrupted';
@@ -456,6 +466,7 @@ class Runtime {
       accepted_per_position: [...c.accepted_per_position],
       acceptance_rate: c.drafted ? c.accepted / c.drafted : 0,
       last: this.#last,
+      current: this.#job ? this.#job.progress() : null,
       gpu_buffers: this.#inst?.gpu ? this.#inst.gpu.liveBuffers() : this.#leftBehind,
       profile,
     };
@@ -494,12 +505,21 @@ function makeJob({ request, stream, stop, model }) {
       sent = end;
     }
   };
+  let lastTokenAt = 0;
   const job = {
     request, stream, interrupted: false, stopped: false, started: 0, firstTokenMs: null,
+    // The request so far: tokens, time, decode speed after the first token.
+    progress() {
+      const decodeMs = lastTokenAt - job.started - (job.firstTokenMs ?? 0);
+      return { completion_tokens: tokens, elapsed_ms: performance.now() - job.started,
+               time_to_first_token_ms: job.firstTokenMs,
+               decode_tokens_per_s: tokens > 1 && decodeMs > 0 ? (tokens - 1) * 1000 / decodeMs : 0 };
+    },
     // A token and its text; false asks to stop.
     token(tokenId, piece) {
       if (tokenId >= 0) {
         tokens++;
+        lastTokenAt = performance.now();
         if (job.firstTokenMs === null) job.firstTokenMs = performance.now() - job.started;
       }
       if (job.stopped) return false;

@@ -64,10 +64,11 @@ export interface CompletionRequest {
   /** Default: the rest of the context. */
   max_tokens?: number;
   max_completion_tokens?: number;
-  /** Default 1; 0 is greedy. */
+  /** 0 is greedy. Unset sampling options take the model's generation_config.json defaults
+   *  (greedy unless it sets do_sample). */
   temperature?: number;
   top_p?: number;
-  /** Extension: keep the k most likely tokens (0: all). */
+  /** Extension: keep the k most likely tokens (0: all); up to 127 is picked on the GPU. */
   top_k?: number;
   seed?: number;
   stop?: string | string[];
@@ -146,6 +147,9 @@ export interface Stats {
   acceptance_rate: number;
   accepted_per_position: number[];
   last: Usage | null;
+  /** The request running now, if any (the counters above already include its rounds so far). */
+  current: { completion_tokens: number; elapsed_ms: number; time_to_first_token_ms: number | null;
+             decode_tokens_per_s: number } | null;
   gpu_buffers: number;
   profile: Profile;
 }

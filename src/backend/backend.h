@@ -154,6 +154,11 @@ class Backend {
   // indices[r, :] = the columns of the k largest x[r, :], largest first, the lower column among
   // equals                                                           x: (rows, cols), indices: (rows, k)
   virtual void TopK(F32 indices, F32 x, int rows, int cols, int k) = 0;
+  // out[0..k) = the columns of the k largest x, largest first, the lower column among equals (as
+  // floats); out[k..2k) = their values; 1 <= k <= kMaxTopKValues, k <= cols <= 2^21 (sampling reads
+  // these instead of a vocabulary of logits)                         x: (cols), out: (2k)
+  static constexpr int kMaxTopKValues = 128;
+  virtual void TopKValues(F32 out, F32 x, int cols, int k) = 0;
   // id[0] = keys[j] for the j with the largest x[j], the lowest key among equals      x, keys: (cols)
   virtual void ArgmaxKeyed(F32 id, F32 x, F32 keys, int cols) = 0;
   // Greedy acceptance of k drafts: result[0] = m, the length of the longest prefix of drafts[0..k)

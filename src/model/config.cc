@@ -405,6 +405,30 @@ Status ApplyGenerationConfig(const std::string& json_text, const std::string& so
     }
     config->eos_ids = ids;
   }
+  // Sampling defaults.
+  bool do_sample = false;
+  if (auto d = root.find("do_sample"); d != root.end() && !d->is_null()) {
+    if (!d->is_boolean()) return InvalidArgument(source + ": do_sample: expected true or false");
+    do_sample = d->get<bool>();
+  }
+  auto number = [&](const char* key, double lo, double hi, double* out) -> Status {
+    auto v = root.find(key);
+    if (v == root.end() || v->is_null()) return Status::Ok();
+    if (!v->is_number() || !(v->get<double>() >= lo && v->get<double>() <= hi)) {
+      return InvalidArgument(source + ": " + key + ": expected a number in [" + std::to_string(lo) + ", " +
+                             std::to_string(hi) + "]");
+    }
+    *out = v->get<double>();
+    return Status::Ok();
+  };
+  double temperature = 1.0, top_k = 0.0, top_p = 1.0;
+  G4_RETURN_IF_ERROR(number("temperature", 0.0, 100.0, &temperature));
+  G4_RETURN_IF_ERROR(number("top_k", 0.0, 1 << 30, &top_k));
+  G4_RETURN_IF_ERROR(number("top_p", 1e-6, 1.0, &top_p));
+  if (top_k != static_cast<int>(top_k)) return InvalidArgument(source + ": top_k: expected an integer");
+  config->default_temperature = do_sample ? static_cast<float>(temperature) : 0.0f;
+  config->default_top_k = static_cast<int>(top_k);
+  config->default_top_p = static_cast<float>(top_p);
   return Status::Ok();
 }
 

@@ -51,6 +51,11 @@ struct ModelConfig {
   int bos_id = 2;
   int pad_id = 0;
   std::vector<int> eos_ids;  // from generation_config.json, else config.json
+  // Sampling defaults of generation_config.json, as the reference's generate() applies them:
+  // greedy (temperature 0) unless do_sample is true; absent fields leave the sampler's own.
+  float default_temperature = 0.0f;
+  int default_top_k = 0;
+  float default_top_p = 1.0f;
 
   const LayerConfig& layer(int i) const { return layers[i]; }
   // Bytes of K/V cache per cached position, summed over the layers that own a cache (f32).

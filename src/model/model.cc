@@ -23,7 +23,7 @@ enum ScratchSlot {
   kPleGate,  // (rows, ple_dim)
   kRoute,    // (rows, 2 * top_k) expert indices then weights
   kLogits,   // (min(rows, kLogitRows), vocab); more rows of logits get a buffer of their own
-  kIds,      // (rows) argmax token ids
+  kIds,      // (max(rows, 2 x kMaxTopKValues)) argmax token ids, or the top-k ids and logits
   kNumSlots
 };
 
@@ -104,7 +104,8 @@ std::vector<size_t> Model::ScratchFloats(const ModelConfig& c, int rows) {
   const size_t n = rows, pl = static_cast<size_t>(c.num_layers) * c.ple_dim;
   return {n * c.hidden, n * c.hidden, n * c.hidden, n * c.hidden, n * max_q, n * max_q, n * max_inter, n * max_inter,
           std::max<size_t>(1, n * pl), std::max<size_t>(1, n * pl), std::max<size_t>(1, n * c.ple_dim),
-          std::max<size_t>(1, n * 2 * c.top_k_experts), std::min<size_t>(n, kLogitRows) * c.vocab, n};
+          std::max<size_t>(1, n * 2 * c.top_k_experts), std::min<size_t>(n, kLogitRows) * c.vocab,
+          std::max<size_t>(n, 2 * Backend::kMaxTopKValues)};
 }
 
 Model::MemoryEstimate Model::EstimateMemory(int64_t positions) const {
@@ -177,6 +178,24 @@ Status Model::ForwardArgmax(std::span<const int32_t> tokens, KvCache& cache, int
   G4_RETURN_IF_ERROR(backend_.Download(*scratch_[kIds], 0, f.data(), rows * sizeof(float)));
   ids->assign(f.begin(), f.end());
   return Status::Ok();
+}
+
+Status Model::ForwardTopK(std::span<const int32_t> tokens, KvCache& cache, int k,
+                          std::vector<std::pair<int, float>>* top) {
+  if (k < 1 || k > Backend::kMaxTopKValues || k > config_.vocab) return InvalidArgument("forward: top-k out of range");
+  G4_RETURN_IF_ERROR(Run(tokens, cache));
+  G4_ASSIGN_OR_RETURN(const F32 out_logits, Head(static_cast<int>(tokens.size()), 1));
+  backend_.TopKValues(Scratch(kIds), out_logits, config_.vocab, k);
+  std::vector<float> f(2 * static_cast<size_t>(k));
+  G4_RETURN_IF_ERROR(backend_.Download(*scratch_[kIds], 0, f.data(), f.size() * sizeof(float)));
+  top->clear();
+  for (int j = 0; j < k; ++j) top->emplace_back(static_cast<int>(f[j]), f[k + j]);
+  return Status::Ok();
+}
+
+Status Model::LastLogits(std::vector<float>* logits) {
+  logits->resize(config_.vocab);
+  return backend_.Download(*scratch_[kLogits], 0, logits->data(), logits->size() * sizeof(float));
 }
 
 Result<F32> Model::Head(int n, int rows) {

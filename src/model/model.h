@@ -84,6 +84,11 @@ class Model {
   // The same pass, reading back only the greedy token of each of the last `rows` rows (the
   // argmax runs on the backend, so a GPU returns a few ids instead of whole logit rows).
   Status ForwardArgmax(std::span<const int32_t> tokens, KvCache& cache, int rows, std::vector<int>* ids);
+  // The same pass, reading back only the k best (id, logit) of the last row, largest first, the
+  // lower id first among equals (top-k on the backend; sampling reads these, not the vocabulary).
+  Status ForwardTopK(std::span<const int32_t> tokens, KvCache& cache, int k, std::vector<std::pair<int, float>>* top);
+  // The whole last row of logits of the last ForwardTopK, (vocab).
+  Status LastLogits(std::vector<float>* logits);
   // The greedy pass on token ids the backend holds (a speculative round on the GPU): runs the n
   // ids at `ids` (floats, on the backend) at positions cache.length().. and writes the argmax of
   // the last `rows` rows to `out_ids` (rows floats, on the backend). Nothing is read back; the

@@ -40,10 +40,23 @@ Result<GenerationResult> Generate(Model& model, std::span<const int32_t> prompt,
   // Greedy decoding without recorded logits reads back token ids only (the argmax runs on the
   // backend); otherwise whole logit rows.
   const bool ids_only = options.sampler.temperature == 0.0f && options.top_logits == 0;
+  // Sampling with top-k reads back the top_k + 1 best logits (top-k on the backend) instead of a
+  // vocabulary of them; the whole row only when logits tie at the k-th place.
+  const int top_read = options.sampler.top_k + 1;
+  const bool top_only = !ids_only && options.top_logits == 0 && options.sampler.top_k > 0 &&
+                        top_read <= Backend::kMaxTopKValues && top_read <= model.config().vocab;
+  std::vector<std::pair<int, float>> top;
   auto step = [&](std::span<const int32_t> tokens) -> Result<int> {
     if (ids_only) {
       G4_RETURN_IF_ERROR(model.ForwardArgmax(tokens, *cache, 1, &ids));
       return ids[0];
+    }
+    if (top_only) {
+      G4_RETURN_IF_ERROR(model.ForwardTopK(tokens, *cache, top_read, &top));
+      const int t = sampler.SampleTop(top);
+      if (t >= 0) return t;
+      G4_RETURN_IF_ERROR(model.LastLogits(&logits));
+      return sampler.Sample(logits);
     }
     G4_RETURN_IF_ERROR(model.Forward(tokens, *cache, 1, &logits));
     return sampler.Sample(logits);

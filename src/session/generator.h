@@ -21,6 +21,9 @@ struct GenerateOptions {
   // Asked after each emitted token (may be empty): true ends generation there, with stop_reason
   // "interrupted".
   std::function<bool()> interrupted;
+  // Speculative decoding: told after each round's verification (may be empty), before its tokens
+  // are emitted: drafted nd, accepted m (the first m drafts).
+  std::function<void(int drafted, int accepted)> on_round;
 };
 
 // One speculative round, for tests and traces.

@@ -39,6 +39,62 @@ std::vector<std::pair<int, float>> TopK(std::span<const float> logits, int k) {
   return out;
 }
 
+namespace {
+
+// The probabilities of candidates in descending order of logit (`logit(i)`, i < n; the lower id
+// first among equals): temperature, top-k (ties with the k-th kept, as the reference's filter
+// does), top-p. Returns the first `keep` candidates' probabilities.
+template <typename Logit>
+std::vector<float> Shape(const SamplerOptions& o, size_t n, Logit logit) {
+  size_t keep = n;
+  if (o.top_k > 0 && static_cast<size_t>(o.top_k) < n) {
+    const float kth = logit(o.top_k - 1);
+    keep = o.top_k;
+    while (keep < n && logit(keep) == kth) ++keep;
+  }
+  const double inv_t = 1.0 / o.temperature;
+  const double mx = logit(0) * inv_t;
+  std::vector<double> e(keep);
+  double sum = 0.0;
+  for (size_t i = 0; i < keep; ++i) sum += (e[i] = std::exp(logit(i) * inv_t - mx));
+  if (o.top_p < 1.0f) {
+    // Keep the smallest prefix whose probability reaches top_p (at least one token).
+    double cum = 0.0;
+    size_t cut = keep;
+    for (size_t i = 0; i < keep; ++i) {
+      cum += e[i] / sum;
+      if (cum >= o.top_p) {
+        cut = i + 1;
+        break;
+      }
+    }
+    keep = cut;
+    sum = 0.0;
+    for (size_t i = 0; i < keep; ++i) sum += e[i];
+  }
+  std::vector<float> p(keep);
+  for (size_t i = 0; i < keep; ++i) p[i] = static_cast<float>(e[i] / sum);
+  return p;
+}
+
+// Draws from probabilities given in ascending id order (`prob(i)`, `id(i)`, i < n), the
+// cumulative sum taken in that order; the last candidate absorbs rounding.
+template <typename Prob, typename Id>
+int Draw(size_t n, Prob prob, Id id, Rng& rng) {
+  const double u = rng.Uniform();
+  double cum = 0.0;
+  int last = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (prob(i) <= 0.0f) continue;
+    cum += prob(i);
+    last = id(i);
+    if (u < cum) return last;
+  }
+  return last;
+}
+
+}  // namespace
+
 std::vector<float> Sampler::Distribution(std::span<const float> logits) const {
   const size_t n = logits.size();
   std::vector<float> p(n, 0.0f);
@@ -50,48 +106,24 @@ std::vector<float> Sampler::Distribution(std::span<const float> logits) const {
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return logits[a] > logits[b]; });
-  size_t keep = n;
-  if (options_.top_k > 0 && static_cast<size_t>(options_.top_k) < n) {
-    // Ties with the k-th logit are kept, as the reference's top-k filter does.
-    const float kth = logits[order[options_.top_k - 1]];
-    keep = options_.top_k;
-    while (keep < n && logits[order[keep]] == kth) ++keep;
-  }
-  const double inv_t = 1.0 / options_.temperature;
-  const double mx = logits[order[0]] * inv_t;
-  std::vector<double> e(keep);
-  double sum = 0.0;
-  for (size_t i = 0; i < keep; ++i) sum += (e[i] = std::exp(logits[order[i]] * inv_t - mx));
-  if (options_.top_p < 1.0f) {
-    // Keep the smallest prefix whose probability reaches top_p (at least one token).
-    double cum = 0.0;
-    size_t cut = keep;
-    for (size_t i = 0; i < keep; ++i) {
-      cum += e[i] / sum;
-      if (cum >= options_.top_p) {
-        cut = i + 1;
-        break;
-      }
-    }
-    keep = cut;
-    sum = 0.0;
-    for (size_t i = 0; i < keep; ++i) sum += e[i];
-  }
-  for (size_t i = 0; i < keep; ++i) p[order[i]] = static_cast<float>(e[i] / sum);
+  const std::vector<float> kept = Shape(options_, n, [&](size_t i) { return logits[order[i]]; });
+  for (size_t i = 0; i < kept.size(); ++i) p[order[i]] = kept[i];
   return p;
 }
 
 int DrawFrom(std::span<const float> probs, Rng& rng) {
-  const double u = rng.Uniform();
-  double cum = 0.0;
-  int last = 0;
-  for (size_t i = 0; i < probs.size(); ++i) {
-    if (probs[i] <= 0.0f) continue;
-    cum += probs[i];
-    last = static_cast<int>(i);
-    if (u < cum) return last;
-  }
-  return last;  // rounding: the last candidate
+  return Draw(probs.size(), [&](size_t i) { return probs[i]; }, [](size_t i) { return static_cast<int>(i); }, rng);
+}
+
+int Sampler::SampleTop(std::span<const std::pair<int, float>> top) {
+  const size_t k = static_cast<size_t>(options_.top_k);
+  if (options_.temperature == 0.0f || k == 0 || top.size() <= k || top[k].second == top[k - 1].second) return -1;
+  const std::vector<float> kept = Shape(options_, top.size(), [&](size_t i) { return top[i].second; });
+  // Sample draws in id order over the whole vocabulary, where the others have probability 0.
+  std::vector<std::pair<int, float>> by_id;
+  for (size_t i = 0; i < kept.size(); ++i) by_id.emplace_back(top[i].first, kept[i]);
+  std::sort(by_id.begin(), by_id.end());
+  return Draw(by_id.size(), [&](size_t i) { return by_id[i].second; }, [&](size_t i) { return by_id[i].first; }, rng_);
 }
 
 int Sampler::Sample(std::span<const float> logits) {

@@ -38,6 +38,10 @@ class Sampler {
   // The probabilities Sample draws from (after temperature, top-k, top-p); all zero but the
   // argmax when greedy.
   std::vector<float> Distribution(std::span<const float> logits) const;
+  // The token Sample would choose (the same draw) from the best of the logits only: `top` is the
+  // top_k + 1 best (id, logit), largest first, lower id first among equals. -1 (nothing drawn)
+  // when that is not enough: greedy or no top-k, or logits tied at the k-th place.
+  int SampleTop(std::span<const std::pair<int, float>> top);
 
  private:
   SamplerOptions options_;

@@ -174,6 +174,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     st.accepted_per_round.push_back(m);
     for (int j = 0; j < m; ++j) st.accepted_per_position[j]++;
     result.rounds.push_back(round);
+    if (options.on_round) options.on_round(nd, m);
     // Emit the accepted drafts and the bonus; a stop token among them ends generation there.
     for (int j = 0; j <= m && !done; ++j) {
       const int t = j < m ? round.drafts[j] : bonus;

@@ -38,6 +38,10 @@ extern "C" __attribute__((import_module("host"), import_name("token"))) int32_t 
                                                                                              const char* text,
                                                                                              uint32_t length);
 
+// Called after each speculative round: drafts made and accepted.
+extern "C" __attribute__((import_module("host"), import_name("round"))) void g4_host_round(int32_t drafted,
+                                                                                         int32_t accepted);
+
 namespace {
 
 using g4::Result;
@@ -198,6 +202,8 @@ json Info(const Runtime& rt) {
           {"layers", c.num_layers},
           {"hidden", c.hidden},
           {"eos_ids", c.eos_ids},
+          {"sampling_defaults",
+           {{"temperature", c.default_temperature}, {"top_k", c.default_top_k}, {"top_p", c.default_top_p}}},
           {"memory", {{"weights", m.weights}, {"kv_cache", m.kv_cache}, {"activations", m.activations},
                       {"arena", rt.arena_bytes}}}};
 }
@@ -252,9 +258,11 @@ Result<json> Generate(Runtime& rt, const json& request) {
   }
   g4::GenerateOptions opt;
   const double max_tokens = f.Number("max_tokens", static_cast<double>(room), 0, 1 << 24);
-  opt.sampler.temperature = static_cast<float>(f.Number("temperature", 1.0, 0.0, 100.0));
-  opt.sampler.top_k = static_cast<int>(f.Number("top_k", 0, 0, 1 << 30));
-  opt.sampler.top_p = static_cast<float>(f.Number("top_p", 1.0, 0.0, 1.0));
+  // Defaults: the model's generation_config.json.
+  const g4::ModelConfig& c = rt.config;
+  opt.sampler.temperature = static_cast<float>(f.Number("temperature", c.default_temperature, 0.0, 100.0));
+  opt.sampler.top_k = static_cast<int>(f.Number("top_k", c.default_top_k, 0, 1 << 30));
+  opt.sampler.top_p = static_cast<float>(f.Number("top_p", c.default_top_p, 0.0, 1.0));
   opt.sampler.seed = static_cast<uint64_t>(f.Number("seed", 0, 0, 9007199254740991.0));
   const bool speculative = f.Bool("speculative", rt.assistant != nullptr);
   G4_RETURN_IF_ERROR(f.status());
@@ -276,6 +284,7 @@ Result<json> Generate(Runtime& rt, const json& request) {
     stop_asked = g4_host_token(token, piece.data(), static_cast<uint32_t>(piece.size())) == 0;
   };
   opt.interrupted = [&] { return stop_asked; };
+  opt.on_round = [](int drafted, int accepted) { g4_host_round(drafted, accepted); };
   if (G4_PROFILE) rt.backend->Profile(true);
   Result<g4::GenerationResult> r = g4::InvalidArgument("unreachable");
 #if G4_MTP

@@ -28,10 +28,14 @@ function referenceText(content, n) {
   return JSON.parse(out.trim().split('\n').pop());
 }
 
-async function collect(stream) {
-  const chunks = [];
-  for await (const c of stream) chunks.push(c);
-  return { chunks, text: chunks.map((c) => c.choices[0].delta.content ?? '').join(''), last: chunks[chunks.length - 1] };
+// The chunks of a stream; `runtime`'s stats are sampled at every chunk.
+async function collect(stream, runtime = null) {
+  const chunks = [], seen = [];
+  for await (const c of stream) {
+    chunks.push(c);
+    if (runtime) seen.push(runtime.stats());
+  }
+  return { chunks, seen, text: chunks.map((c) => c.choices[0].delta.content ?? '').join(''), last: chunks[chunks.length - 1] };
 }
 
 test('plain and speculative runtimes answer with the CPU reference text', { timeout: 240000 }, async (t) => {
@@ -56,7 +60,7 @@ test('plain and speculative runtimes answer with the CPU reference text', { time
 
   const mtp = await createGemma4Mtp();
   await mtp.load({ target: model, assistant, tokenizer });
-  const on = await collect(await mtp.chat.completions.create({ messages, max_tokens: N, temperature: 0, stream: true }));
+  const on = await collect(await mtp.chat.completions.create({ messages, max_tokens: N, temperature: 0, stream: true }), mtp);
   const off = await collect(await mtp.chat.completions.create({ messages, max_tokens: N, temperature: 0, stream: true,
                                                                   mtp: false }));
   assert.equal(on.text, ref.text);
@@ -69,6 +73,11 @@ test('plain and speculative runtimes answer with the CPU reference text', { time
   assert.equal(spec.drafted <= 2 * spec.rounds, true);
   assert.equal(spec.accepted_per_position.length, 2);
   assert.equal(off.last.usage.speculative.rounds, 0);
+  // The counters move while the request runs, not only at its end.
+  const during = on.seen[on.seen.length - 3];
+  assert.ok(during.current && during.current.completion_tokens > 0 && during.current.completion_tokens < N);
+  assert.ok(during.rounds > 0 && during.rounds < spec.rounds, `live rounds ${during.rounds} of ${spec.rounds}`);
+  assert.equal(on.seen[on.seen.length - 1].current, null);
   const s = mtp.stats();
   assert.equal(s.requests, 2);
   assert.equal(s.rounds, spec.rounds);
@@ -158,18 +167,37 @@ test('files given as Blobs load like a folder; bad files fail closed and a later
   assert.equal(g.stats().gpu_buffers, 0);
 });
 
-test('the CPU backend inside WebAssembly gives the same text', { timeout: 120000 }, async () => {
+test('the CPU backend inside WebAssembly gives the same text, greedy and sampled', { timeout: 120000 }, async () => {
   const g = await createGemma4Mtp({ backend: 'cpu' });
   await g.load({ target: model, assistant, tokenizer });
   const r = await g.chat.completions.create({ messages, max_tokens: N, temperature: 0 });
   assert.equal(r.choices[0].message.content, referenceText(messages[0].content, N).text);
   assert.ok(r.usage.speculative.rounds > 0);
+  // Sampling: top-k picked on the GPU (and on the CPU), or whole rows without top-k.
+  const gpu = await createGemma4();
+  await gpu.load({ target: model, tokenizer });
+  for (const sampling of [{ temperature: 1.3, top_k: 40, top_p: 0.9, seed: 5 }, { temperature: 1.3, top_p: 0.9, seed: 6 }]) {
+    const request = { messages, max_tokens: 24, mtp: false, ...sampling };
+    const a = await g.chat.completions.create(request);
+    const { mtp: _, ...plain } = request;
+    const b = await gpu.chat.completions.create(plain);
+    assert.equal(b.choices[0].message.content, a.choices[0].message.content, JSON.stringify(sampling));
+  }
+  // Unset sampling options follow generation_config.json: greedy for this model.
+  const d = await gpu.chat.completions.create({ messages, max_tokens: N });
+  assert.equal(d.choices[0].message.content, r.choices[0].message.content);
+  assert.deepEqual(gpu.stats().model.sampling_defaults, { temperature: 0, top_k: 0, top_p: 1 });
+  await gpu.unload();
   await g.unload();
 });
 
 test('profile builds report a versioned profile per request; reset clears its generations', { timeout: 120000 }, async () => {
   const g = await createGemma4MtpProfile();
   await g.load({ target: model, assistant, tokenizer });
+  // A compute pass per dispatch (profiling) gives the text of the wall build's batched passes.
+  const text = (await g.chat.completions.create({ messages, max_tokens: N, temperature: 0 })).choices[0].message.content;
+  assert.equal(text, referenceText(messages[0].content, N).text);
+  await g.reset();
   const before = g.stats().profile;
   assert.equal(before.schema_version, 1);
   assert.equal(before.generation, 0);

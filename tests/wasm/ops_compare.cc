@@ -383,6 +383,23 @@ void RunAll(Backend& gpu, Backend& cpu) {
     s.be->TopK(idx, x, 3, 700, 40);
     return s.Read(idx, 3 * 40);
   });
+  // Top-k with values for sampling: a whole Gemma vocabulary, odd widths, k up to the limit, ties.
+  for (const auto& [cols, k] : std::vector<std::pair<int, int>>{{262144, 65}, {1003, 128}, {5000, 1}, {40000, 17}}) {
+    Case("topk_values_" + std::to_string(cols) + "_k" + std::to_string(k), gpu, cpu, 0.0, [&, cols = cols, k = k](Side& s) {
+      std::vector<float> v = Random(cols);
+      v[cols - 1] = v[cols / 3] = v[7] = 30.0f;  // equal maxima, also across slices
+      F32 x = s.Floats(v), out = s.Floats(std::vector<float>(2 * k));
+      s.be->TopKValues(out, x, cols, k);
+      return s.Read(out, 2 * k);
+    });
+  }
+  Case("topk_values_many_ties", gpu, cpu, 0.0, [&](Side& s) {
+    std::vector<float> v(9000);
+    for (int c = 0; c < 9000; ++c) v[c] = static_cast<float>(c % 5);
+    F32 x = s.Floats(v), out = s.Floats(std::vector<float>(2 * 100));
+    s.be->TopKValues(out, x, 9000, 100);
+    return s.Read(out, 200);
+  });
   Case("argmax_keyed_ties", gpu, cpu, 0.0, [&](Side& s) {
     std::vector<float> v = Random(999), keys(999);
     for (int c = 0; c < 999; ++c) keys[c] = static_cast<float>((c * 7919) % 100003);

@@ -33,7 +33,7 @@ function showStats() {
   $('stats').dataset.json = JSON.stringify(s ?? null);
   if (!s) return;
   const last = s.last;
-  $('s-decode').textContent = fmt(last?.decode_tokens_per_s, 'tok/s');
+  $('s-decode').textContent = fmt(s.current?.decode_tokens_per_s || last?.decode_tokens_per_s, 'tok/s');
   $('s-prefill').textContent = fmt(last?.prefill_tokens_per_s, 'tok/s');
   $('s-ttft').textContent = fmt(last?.time_to_first_token_ms, 'ms', 0);
   $('s-rate').textContent = s.drafted ? `${(100 * s.acceptance_rate).toFixed(1)} %` : '-';

@@ -320,6 +320,18 @@ class CpuBackend final : public Backend {
     }
   }
 
+  void TopKValues(F32 out, F32 x, int cols, int k) override {
+    const float* row = Ptr(x);
+    std::vector<int> order(cols);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](int a, int b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+    for (int j = 0; j < k; ++j) {
+      Ptr(out)[j] = static_cast<float>(order[j]);
+      Ptr(out)[k + j] = row[order[j]];
+    }
+  }
+
   void ArgmaxKeyed(F32 id, F32 x, F32 keys, int cols) override {
     const float* v = Ptr(x);
     const float* key = Ptr(keys);

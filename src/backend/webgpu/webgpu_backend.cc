@@ -57,7 +57,7 @@ class WeightBuffer final : public Buffer {
 
 enum class Kernel { kRmsNorm, kMatMul, kMatVec, kRope, kAttention, kCacheAppend, kElementwise, kGeluMul, kMoeRoute,
                     kMoeExperts, kArgmax, kBandwidth,
-                    kAttentionCombine, kEmbedIds, kGatherMatVecIds, kTopK, kArgmaxKeyed, kAccept, kMatVecQ, kGateUp, kNormRope };
+                    kAttentionCombine, kEmbedIds, kGatherMatVecIds, kTopK, kArgmaxKeyed, kAccept, kMatVecQ, kGateUp, kNormRope, kTopKValues };
 const char* KernelFile(Kernel k) {
   switch (k) {
     case Kernel::kRmsNorm: return "rms_norm";
@@ -81,6 +81,7 @@ const char* KernelFile(Kernel k) {
     case Kernel::kMatVecQ: return "matvec_q";
     case Kernel::kGateUp: return "gate_up";
     case Kernel::kNormRope: return "norm_rope";
+    case Kernel::kTopKValues: return "topk_values";
   }
   return "";
 }
@@ -443,6 +444,21 @@ class WebGpuBackend final : public Backend {
   }
   void TopK(F32 indices, F32 x, int rows, int cols, int k) override {
     Dispatch(Kernel::kTopK, {}, rows, {At(indices), At(x), U(rows), U(cols), U(k)});
+  }
+  void TopKValues(F32 out, F32 x, int cols, int k) override {
+    // Slices of up to 2048 columns (fewer slices when k is large: blocks * k candidates, and a
+    // slice's columns, must fit the kernel's 64 per thread).
+    constexpr uint64_t kHeld = 64 * 256;
+    const uint64_t blocks = std::max<uint64_t>(1, std::min<uint64_t>((cols + 2047) / 2048, kHeld / k));
+    if ((cols + blocks - 1) / blocks > kHeld || blocks * k * 8 > kSplitRegion) {
+      if (error_.ok()) error_ = InvalidArgument("webgpu: top-k of " + std::to_string(k) + " over " + std::to_string(cols) +
+                                                " columns is past the kernel's limits");
+      return;
+    }
+    std::vector<uint32_t> p = {At(out), At(x), U(cols), U(k), 1, U(blocks), U(split_base_ / 4)};
+    Dispatch(Kernel::kTopKValues, {}, blocks, p);
+    p[4] = 2;
+    Dispatch(Kernel::kTopKValues, {}, 1, p);
   }
   void ArgmaxKeyed(F32 id, F32 x, F32 keys, int cols) override {
     Dispatch(Kernel::kArgmaxKeyed, {}, 1, {At(id), At(x), At(keys), U(cols)});
