@@ -31,8 +31,10 @@ if (wantsGpu) {
     process.stderr.write('gemma4: no WebGPU adapter (on a machine without a GPU: source .lavapipe/env.sh)\n');
     process.exit(1);
   }
-  // Timestamps for `bench`'s kernel profile, where the adapter has them.
-  const requiredFeatures = ['timestamp-query'].filter((f) => adapter.features.has(f));
+  // Timestamps for `bench`'s kernel profile and subgroups for the reductions, where the adapter has them.
+  // G4_NO_SUBGROUPS=1 leaves subgroups off (the workgroup-memory reductions), to compare.
+  const wanted = ['timestamp-query', ...(process.env.G4_NO_SUBGROUPS === '1' ? [] : ['subgroups'])];
+  const requiredFeatures = wanted.filter((f) => adapter.features.has(f));
   device = await adapter.requestDevice({
     requiredFeatures,
     requiredLimits: { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,

@@ -66,7 +66,7 @@ async function requestGpu(profile) {
   if (!gpu) throw new Error('gemma4: this host has no WebGPU (navigator.gpu)');
   const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
   if (!adapter) throw new Error('gemma4: no WebGPU adapter is available');
-  const requiredFeatures = profile && adapter.features.has('timestamp-query') ? ['timestamp-query'] : [];
+  const requiredFeatures = [...(profile ? ['timestamp-query'] : []), 'subgroups'].filter((f) => adapter.features.has(f));
   const device = await adapter.requestDevice({
     requiredFeatures,
     requiredLimits: { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,

@@ -229,6 +229,11 @@ export function createGpuImports(device, memory, pending) {
     max_binding_size() {
       return device.limits.maxStorageBufferBindingSize;
     },
+    subgroup_size() {
+      const info = device.adapterInfo;
+      if (!device.features.has('subgroups') || !info || info.subgroupMinSize !== info.subgroupMaxSize) return 0;
+      return info.subgroupMinSize ?? 0;
+    },
     lastError: () => error,
     // Resolves when every allocation so far is known to have worked, to the first error or null.
     async settle() {

@@ -155,6 +155,8 @@ class WebGpuBackend final : public Backend {
     if (arena_) g4_gpu_destroy_buffer(arena_);
   }
   Status Init() {
+    const uint32_t sg = g4_gpu_subgroup_size();
+    subgroup_ = sg >= 4 && sg <= 32 && 32 % sg == 0 ? sg : 0;
     const double limit = g4_gpu_max_binding_size();
     if (weight_binding_limit_ == 0 || weight_binding_limit_ > limit) weight_binding_limit_ = static_cast<uint64_t>(limit);
     arena_bytes_ = std::min<uint64_t>(arena_bytes_, static_cast<uint64_t>(limit) / kArenaAlign * kArenaAlign);
@@ -577,9 +579,15 @@ class WebGpuBackend final : public Backend {
                                           "if (j < 2u * s) { return lp2(j - s); } return lp3(j - 2u * s);"
                                         : "return lp1(j);";
     src.replace(src.find("W1P_READ"), 8, read_pair);
-    // The matrix-vector kernels share their teams' reduction.
+    // The matrix-vector kernels share their teams' reduction: subgroup adds where the device
+    // has subgroups of one width that divides a team.
     if (k == Kernel::kMatVec || k == Kernel::kMatVecQ || k == Kernel::kGateUp || k == Kernel::kGatherMatVecIds) {
-      src += WgslSource("team");
+      if (subgroup_) {
+        src = "enable subgroups;\n" + src + WgslSource("team_subgroup");
+        ReplaceAll(src, "SUBGROUP", std::to_string(subgroup_) + "u");
+      } else {
+        src += WgslSource("team");
+      }
     }
     src += WgslSource(KernelFile(k));
     ReplaceAll(src, "VARIANT", std::to_string(variant & 15));
@@ -649,6 +657,7 @@ class WebGpuBackend final : public Backend {
   std::vector<uint8_t> staging_;
   std::map<std::tuple<int, int, int, int, int>, uint32_t> kernel_ids_;
   Status error_;  // an op that could not be recorded; reported by the next Download
+  uint32_t subgroup_ = 0;  // the device's subgroup width when team reductions use it, else 0
   uint64_t dispatches_ = 0;
   uint64_t weight_binding_limit_ = 0;
 
