@@ -5,7 +5,8 @@
 // A build whose artifacts or source record are missing or stale (scripts/manifest.mjs) is
 // reported as "pending", never with another build's figures.
 //   node scripts/bench-web.mjs [--dist DIR] [--model DIR] [--assistant DIR] [--tokenizer FILE]
-//                              [--prompt TEXT] [--tokens N] [--backend webgpu|cpu] [--json]
+//                              [--prompt TEXT] [--tokens N] [--backend webgpu|cpu] [--sample] [--json]
+// --sample adds sampled decoding (temperature 1): top-k 64 (picked on the GPU) and whole rows.
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BUILDS, ROOT, verifyManifest } from './manifest.mjs';
@@ -45,6 +46,12 @@ for (const b of BUILDS) {
                 completion_tokens: u.completion_tokens, prefill_tokens_per_s: u.prefill_tokens_per_s,
                 decode_tokens_per_s: u.decode_tokens_per_s, time_to_first_token_ms: u.time_to_first_token_ms };
   if (b.mtp) Object.assign(row, { rounds: u.speculative.rounds, acceptance_rate: u.speculative.acceptance_rate });
+  if (args.includes('--sample')) {
+    const sampled = async (extra) => (await rt.chat.completions.create({ messages, max_tokens: tokens, temperature: 1, seed: 1,
+                                                                         mtp: false, ...extra })).usage.decode_tokens_per_s;
+    row.sampled_top_k_64_tokens_per_s = await sampled({ top_k: 64, top_p: 0.95 });
+    row.sampled_whole_rows_tokens_per_s = await sampled({ top_k: 0, top_p: 1 });
+  }
   if (b.profile) {
     const p = rt.stats().profile;
     row.profile = { supported: p.supported, fresh: p.fresh, total_kernel_ms: p.total_kernel_ms,
@@ -65,6 +72,10 @@ if (args.includes('--json')) {
       `(${r.prompt_tokens} tokens), decode ${r.decode_tokens_per_s.toFixed(1)} tok/s (${r.completion_tokens}), ` +
       `first token ${r.time_to_first_token_ms.toFixed(0)} ms`;
     if (r.rounds !== undefined) line += `, ${r.rounds} rounds, acceptance ${(100 * r.acceptance_rate).toFixed(1)}%`;
+    if (r.sampled_top_k_64_tokens_per_s !== undefined) {
+      line += `\n${''.padEnd(15)}sampled decode: top-k 64 ${r.sampled_top_k_64_tokens_per_s.toFixed(1)} tok/s, ` +
+        `whole rows ${r.sampled_whole_rows_tokens_per_s.toFixed(1)} tok/s`;
+    }
     if (r.profile) line += `\n${''.padEnd(15)}kernels ${r.profile.total_kernel_ms.toFixed(2)} ms: ${r.profile.top.join(', ')}`;
     console.log(line);
   }
