@@ -11,6 +11,7 @@
 #include "model/assistant.h"
 #include "session/generator.h"
 #include "session/speculative.h"
+#include "session/stats_json.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
@@ -136,21 +137,8 @@ int RunGenerate(const std::vector<std::string>& argv) {
         {"tokens", result->tokens},
         {"stop_reason", result->stop_reason},
         {"top_logits", top},
-        {"stats",
-         {{"prompt_tokens", st.prompt_tokens},
-          {"generated_tokens", st.generated_tokens},
-          {"prefill_ms", st.prefill_us / 1000.0},
-          {"decode_ms", st.decode_us / 1000.0},
-          {"prefill_tokens_per_s", st.prefill_tokens_per_s()},
-          {"decode_tokens_per_s", st.decode_tokens_per_s()},
-          {"backend", (*backend)->Name()},
-          {"rounds", st.rounds},
-          {"drafted", st.drafted},
-          {"accepted", st.accepted},
-          {"acceptance_rate", st.acceptance_rate()},
-          {"accepted_per_round", st.accepted_per_round},
-          {"accepted_per_position", st.accepted_per_position},
-          {"tokens_per_round", st.tokens_per_round()}}}};
+        {"stats", StatsJson(st)}};
+    j["stats"]["backend"] = (*backend)->Name();
     if (tokenizer) {
       // The generated text, without the stop token that ended it.
       std::vector<int32_t> text_ids(result->tokens.begin(), result->tokens.end());

@@ -17,6 +17,7 @@
 #include "model/model.h"
 #include "session/generator.h"
 #include "session/speculative.h"
+#include "session/stats_json.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 #include "wasm/api.h"
@@ -296,21 +297,10 @@ Result<json> Generate(Runtime& rt, const json& request) {
   if (!r.ok()) return r.status();
   std::string tail = text ? text->Flush() : "";
   if (!tail.empty()) g4_host_token(-1, tail.data(), static_cast<uint32_t>(tail.size()));
-  const g4::GenerationStats& st = r->stats;
   return json{{"tokens", r->tokens},
               {"stop_reason", r->stop_reason},
               {"speculative", speculative},
-              {"stats",
-               {{"prompt_tokens", st.prompt_tokens},
-                {"generated_tokens", st.generated_tokens},
-                {"prefill_ms", st.prefill_us / 1000.0},
-                {"decode_ms", st.decode_us / 1000.0},
-                {"prefill_tokens_per_s", st.prefill_tokens_per_s()},
-                {"decode_tokens_per_s", st.decode_tokens_per_s()},
-                {"rounds", st.rounds},
-                {"drafted", st.drafted},
-                {"accepted", st.accepted},
-                {"accepted_per_position", st.accepted_per_position}}}};
+              {"stats", g4::StatsJson(r->stats)}};
 }
 
 }  // namespace
