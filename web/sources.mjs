@@ -184,7 +184,12 @@ export function openModel(spec, { label, onProgress = () => {}, useCache = true 
     folder = urlFolder(absoluteUrl(spec).replace(/\/?$/, '/'), ctx);
   } else if (Array.isArray(spec) || (typeof FileList !== 'undefined' && spec instanceof FileList)) {
     kind = 'files';
-    for (const f of spec) files.set(f.name, asSource(f, f.name));
+    // A picked folder lists its subfolders' files too (an exported artifact holds its assistant
+    // in assistant/): only the folder's own files count.
+    for (const f of spec) {
+      if ((f.webkitRelativePath ?? '').split('/').length > 2) continue;
+      files.set(f.name, asSource(f, f.name));
+    }
   } else if (spec && typeof spec === 'object') {
     kind = 'files';
     for (const [name, v] of Object.entries(spec)) {

@@ -160,6 +160,14 @@ test('files given as Blobs load like a folder; bad files fail closed and a later
   await assert.rejects(g.load({ target: model, contextLength: 1 << 24 }), /maxStorageBufferBindingSize/);
   await assert.rejects(g.load({ target: model, context: 10 }), /unknown option 'context'/);
   await assert.rejects(createGemma4({ backnd: 'cpu' }), /unknown option 'backnd'/);
+  // A picked folder's File list: its subfolders' files (here an assistant's) are not the model's.
+  const picked = Object.entries(files).map(([name, blob]) => Object.defineProperty(new File([blob], name), 'webkitRelativePath',
+                                                                                   { value: `e2b_mini/${name}` }));
+  const nested = new File([readFileSync(join(assistant, 'config.json'))], 'config.json');
+  Object.defineProperty(nested, 'webkitRelativePath', { value: 'e2b_mini/assistant_centroid/config.json' });
+  await g.load({ target: [...picked, nested], tokenizer });
+  assert.equal(g.stats().model.layers, 10);
+  await g.unload();
   await g.load({ target: files, tokenizer: new Blob([readFileSync(tokenizer)]) });
   const r = await g.chat.completions.create({ messages, max_tokens: N, temperature: 0 });
   assert.equal(r.choices[0].message.content, referenceText(messages[0].content, N).text);
