@@ -185,12 +185,15 @@ class Runtime {
         target.files.set('tokenizer.json', await tokenizerSource(args.tokenizer, { onProgress, useCache: this.#options.cache ?? true }));
       }
     }
+    // The models' files as the module sees them, each source passed through `wrap`.
     const files = new Map();
-    const mount = (dir, model) => {
-      for (const [name, src] of model.files) files.set(`${dir}/${name}`, src);
+    const mount = (wrap) => {
+      files.clear();
+      for (const [dir, model] of [['/target', target], ['/assistant', assistant]]) {
+        if (model) for (const [name, src] of model.files) files.set(`${dir}/${name}`, wrap(src));
+      }
     };
-    mount('/target', target);
-    if (assistant) mount('/assistant', assistant);
+    mount((src) => src);
     const log = this.#options.log ?? (() => {});
     const wasi = createMemoryWasi({ files, stdout: log, stderr: log });
     const device = await this.#gpu();
@@ -231,18 +234,11 @@ class Runtime {
           },
         };
       };
-      files.clear();
-      for (const [dir, model] of [['/target', target], ['/assistant', assistant]]) {
-        if (model) for (const [name, src] of model.files) files.set(`${dir}/${name}`, counted(src));
-      }
+      mount(counted);
       if (!(await inst.call('g4_rt_load', rt))) throw this.#error('load');
       const gpuError = await inst.gpu?.settle();
       if (gpuError) throw new Error(`gemma4 load: ${gpuError.message}`);
-      const out = inst.exports.malloc(4);
-      const ip = inst.exports.g4_rt_info(rt, out);
-      this.#info = JSON.parse(inst.text(ip, inst.u32(out)));
-      inst.exports.free(ip);
-      inst.exports.free(out);
+      this.#info = JSON.parse(await inst.callText('g4_rt_info', rt));
     } catch (e) {
       if (rt) inst.exports.g4_rt_free(rt);
       this.#leftBehind = inst.gpu ? inst.gpu.liveBuffers() : 0;
@@ -405,24 +401,17 @@ class Runtime {
     this.#job = job;
     job.started = performance.now();
     const [p, n] = inst.put(JSON.stringify(job.request));
-    const out = inst.exports.malloc(4);
     let answer;
     try {
-      const rp = await inst.call('g4_rt_generate', this.#rt, p, n, out);
-      if (!rp) throw this.#error('chat.completions.create');
-      answer = JSON.parse(inst.text(rp, inst.u32(out)));
-      inst.exports.free(rp);
+      const text = await inst.callText('g4_rt_generate', this.#rt, p, n);
+      if (text === null) throw this.#error('chat.completions.create');
+      answer = JSON.parse(text);
       if (this.#build.profile) {
-        const pp = await inst.call('g4_rt_profile', this.#rt, out);
-        if (pp) {
-          const text = inst.text(pp, inst.u32(out));
-          this.#profile = text ? JSON.parse(text) : null;
-          inst.exports.free(pp);
-        }
+        const profile = await inst.callText('g4_rt_profile', this.#rt);
+        if (profile) this.#profile = JSON.parse(profile);
       }
     } finally {
       inst.exports.free(p);
-      inst.exports.free(out);
     }
     const s = answer.stats;
     const usage = {

@@ -78,6 +78,20 @@ export async function instantiate(wasm, { wasi, device = null, host = {} }) {
         running = false;
       }
     },
+    // Runs an export that answers malloc'd text with its length through a last pointer argument
+    // (the C APIs' convention); resolves to the text, freed, or null when the export answered 0.
+    async callText(name, ...args) {
+      const out = ex.malloc(4);
+      try {
+        const p = await this.call(name, ...args, out);
+        if (!p) return null;
+        const s = this.text(p, this.u32(out));
+        ex.free(p);
+        return s;
+      } finally {
+        ex.free(out);
+      }
+    },
     // Copies bytes (or a string, UTF-8) into malloc'd memory: [ptr, length].
     put(data) {
       const b = typeof data === 'string' ? new TextEncoder().encode(data) : data;

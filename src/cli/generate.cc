@@ -22,12 +22,8 @@ Result<std::unique_ptr<Backend>> MakeBackend(const Args& a, int64_t positions, i
   if (name == "cpu") return MakeCpuBackend(static_cast<int>(threads));
 #ifdef __wasi__
   if (name == "webgpu") {
-    // What the target needs, plus room for the assistant's scratch, wider logits, the backend's
-    // own regions and allocation rounding.
     G4_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(a.Get("model")));
-    const Model::MemoryEstimate m = Model::EstimateMemory(config, positions, rows);
-    constexpr uint64_t kSlack = 64ull << 20;
-    return MakeWebGpuBackend(m.kv_cache + m.activations + kSlack);
+    return MakeWebGpuBackend(Model::ArenaBytes(config, positions, rows));
   }
   return InvalidArgument("--backend: '" + name + "' is not one of webgpu, cpu");
 #else

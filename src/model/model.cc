@@ -126,6 +126,12 @@ Model::MemoryEstimate Model::EstimateMemory(const ModelConfig& config, int64_t p
   return m;
 }
 
+uint64_t Model::ArenaBytes(const ModelConfig& config, int64_t positions, int rows) {
+  const MemoryEstimate m = EstimateMemory(config, positions, rows);
+  constexpr uint64_t kSlack = 64ull << 20;
+  return m.kv_cache + m.activations + kSlack;
+}
+
 Result<std::span<const int32_t>> Model::PrefillHead(std::span<const int32_t> prompt, KvCache& cache) {
   while (prompt.size() > static_cast<size_t>(kPrefillChunk)) {
     G4_RETURN_IF_ERROR(Forward(prompt.first(kPrefillChunk), cache, 0, nullptr));

@@ -71,6 +71,9 @@ class Model {
   MemoryEstimate EstimateMemory(int64_t positions) const;
   // The same before loading (weights 0): K/V of `positions`, activations of batches of `rows`.
   static MemoryEstimate EstimateMemory(const ModelConfig& config, int64_t positions, int rows);
+  // The activation arena a backend needs for such a run: the K/V cache and activations above,
+  // plus 64 MiB for an assistant's scratch, wider logits, the backend's own regions and rounding.
+  static uint64_t ArenaBytes(const ModelConfig& config, int64_t positions, int rows);
 
   // A cache for up to `max_positions` positions. Sliding rings keep the last window - 1
   // positions, or `sliding_keep` when more is read (the assistant reads window + 1), plus

@@ -110,15 +110,6 @@ Result<json> ParseObject(const char* text, uint32_t length, const std::string& w
   return j;
 }
 
-char* CopyOut(const std::string& s, uint32_t* length) {
-  char* out = static_cast<char*>(std::malloc(s.size() + 1));
-  if (!out) return nullptr;
-  std::memcpy(out, s.data(), s.size());
-  out[s.size()] = 0;
-  *length = static_cast<uint32_t>(s.size());
-  return out;
-}
-
 template <typename T>
 T Fail(const Status& s, T value) {
   g4::wasm::SetLastError(s.message());
@@ -144,9 +135,7 @@ Result<std::unique_ptr<Runtime>> Create(const json& request) {
   const int64_t positions = rt->context + rt->draft_tokens + 2;
   const int rows = static_cast<int>(std::min<int64_t>(rt->context, g4::Model::kPrefillChunk));
   rt->estimate = g4::Model::EstimateMemory(rt->config, positions, rows);
-  // Room for the assistant's scratch, wider logits, the backend's own regions and rounding.
-  constexpr uint64_t kSlack = 64ull << 20;
-  rt->arena_bytes = rt->estimate.kv_cache + rt->estimate.activations + kSlack;
+  rt->arena_bytes = g4::Model::ArenaBytes(rt->config, positions, rows);
   if (backend == "cpu") {
     rt->backend = g4::MakeCpuBackend(1);
   } else if (backend == "webgpu") {
@@ -326,7 +315,7 @@ G4_EXPORT(g4_rt_load) int32_t g4_rt_load(Runtime* rt) {
 G4_EXPORT(g4_rt_free) void g4_rt_free(Runtime* rt) { delete rt; }
 
 // JSON: the backend, the build, the model's shape and its memory.
-G4_EXPORT(g4_rt_info) char* g4_rt_info(const Runtime* rt, uint32_t* length) { return CopyOut(Info(*rt).dump(), length); }
+G4_EXPORT(g4_rt_info) char* g4_rt_info(const Runtime* rt, uint32_t* length) { return g4::wasm::CopyText(Info(*rt).dump(), length); }
 
 // The tokenizer loaded beside the target (for the g4_tokenizer_* exports), or null.
 G4_EXPORT(g4_rt_tokenizer) const g4::Tokenizer* g4_rt_tokenizer(const Runtime* rt) { return rt->tokenizer.get(); }
@@ -338,12 +327,12 @@ G4_EXPORT(g4_rt_generate) char* g4_rt_generate(Runtime* rt, const char* request,
   if (!j.ok()) return Fail(j.status(), nullptr);
   auto r = Generate(*rt, *j);
   if (!r.ok()) return Fail(r.status(), nullptr);
-  return CopyOut(r->dump(), out);
+  return g4::wasm::CopyText(r->dump(), out);
 }
 
 // The kernel profile of the last request (profile builds; see web/gpu_bridge.mjs), "" otherwise.
 G4_EXPORT(g4_rt_profile) char* g4_rt_profile(Runtime* rt, uint32_t* length) {
   auto p = rt->backend->ProfileJson();
   if (!p.ok()) return Fail(p.status(), nullptr);
-  return CopyOut(*p, length);
+  return g4::wasm::CopyText(*p, length);
 }

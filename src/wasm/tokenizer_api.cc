@@ -13,16 +13,12 @@
 #include "wasm/api.h"
 #include "tokenizer/tokenizer.h"
 
+using g4::wasm::Copy;
+using g4::wasm::CopyText;
+
 namespace {
 
 std::string last_error;
-
-template <typename T>
-T* Copy(const T* data, size_t n) {
-  T* out = static_cast<T*>(std::malloc(std::max<size_t>(1, n * sizeof(T))));
-  if (out && n) std::memcpy(out, data, n * sizeof(T));
-  return out;
-}
 
 }  // namespace
 
@@ -55,9 +51,7 @@ G4_EXPORT(g4_tokenizer_encode) int32_t* g4_tokenizer_encode(const g4::Tokenizer*
 // UTF-8 text of ids; its byte length in *length.
 G4_EXPORT(g4_tokenizer_decode) char* g4_tokenizer_decode(const g4::Tokenizer* t, const int32_t* ids, uint32_t count,
                                                         uint32_t* length) {
-  const std::string s = t->Decode(std::span<const int32_t>(ids, count));
-  *length = static_cast<uint32_t>(s.size());
-  return Copy(s.data(), s.size());
+  return CopyText(t->Decode(std::span<const int32_t>(ids, count)), length);
 }
 
 // The chat prompt for messages given as JSON [{"role": ..., "content": ...}, ...].
@@ -82,6 +76,5 @@ G4_EXPORT(g4_tokenizer_chat) char* g4_tokenizer_chat(const g4::Tokenizer* t, con
     last_error = r.status().message();
     return nullptr;
   }
-  *length = static_cast<uint32_t>(r->size());
-  return Copy(r->data(), r->size());
+  return CopyText(*r, length);
 }
