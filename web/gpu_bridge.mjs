@@ -29,7 +29,9 @@ export function createGpuImports(device, memory, pending) {
   const dummy = device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE });
   const uniforms = device.createBuffer({ size: UNIFORM_SLOT * UNIFORM_SLOTS, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
   const uniformData = new Uint32Array(UNIFORM_SLOT * UNIFORM_SLOTS / 4);
-  const groups = new Map();  // "arena,w1,w2,w3" -> bind group
+  const groups = new Map();  // groupKey(arena, w1, w2, w3) -> { group, ids }
+  // Every slot's dynamic offset, for setBindGroup's typed-array form (no array per dispatch).
+  const slotOffsets = new Uint32Array(Math.max(UNIFORM_SLOTS, PROFILE_SLOTS)).map((_, i) => i * UNIFORM_SLOT);
   const names = [null];      // kernel id -> kernel name
   let arena = 0;
   let error = null;
@@ -76,22 +78,24 @@ export function createGpuImports(device, memory, pending) {
   };
 
   const bytes = () => new Uint8Array(memory().buffer);
+  // A number while the ids are below 2^13 (four of them fit a double exactly), else a string.
+  const groupKey = (a, w1, w2, w3) => ((a | w1 | w2 | w3) < 8192
+    ? ((a * 8192 + w1) * 8192 + w2) * 8192 + w3 : `${a},${w1},${w2},${w3}`);
   const bindGroup = (a, w1, w2, w3) => {
-    const key = `${a},${w1},${w2},${w3}`;
-    let g = groups.get(key);
-    if (!g) {
-      const res = (id) => ({ buffer: id ? buffers[id] : dummy });
-      g = device.createBindGroup({
-        layout,
-        entries: [
-          { binding: 0, resource: { buffer: buffers[a] } },
-          { binding: 1, resource: res(w1) }, { binding: 2, resource: res(w2) }, { binding: 3, resource: res(w3) },
-          { binding: 4, resource: { buffer: uniforms, size: 64 } },
-        ],
-      });
-      groups.set(key, g);
-    }
-    return g;
+    const key = groupKey(a, w1, w2, w3);
+    const hit = groups.get(key);
+    if (hit) return hit.group;
+    const res = (id) => ({ buffer: id ? buffers[id] : dummy });
+    const group = device.createBindGroup({
+      layout,
+      entries: [
+        { binding: 0, resource: { buffer: buffers[a] } },
+        { binding: 1, resource: res(w1) }, { binding: 2, resource: res(w2) }, { binding: 3, resource: res(w3) },
+        { binding: 4, resource: { buffer: uniforms, size: 64 } },
+      ],
+    });
+    groups.set(key, { group, ids: [a, w1, w2, w3] });
+    return group;
   };
 
   const profileSnapshot = () => {
@@ -128,8 +132,8 @@ export function createGpuImports(device, memory, pending) {
     destroy_buffer(id) {
       buffers[id]?.destroy();
       buffers[id] = null;
-      for (const key of [...groups.keys()]) {
-        if (key.split(',').map(Number).includes(id)) groups.delete(key);
+      for (const [key, e] of [...groups]) {
+        if (e.ids.includes(id)) groups.delete(key);
       }
     },
     write_buffer(id, offset, ptr, size) {
@@ -159,9 +163,11 @@ export function createGpuImports(device, memory, pending) {
         const kernelIds = [];
         let slot = 0, last = 0;
         while (at < words.length && slot < perSubmit) {
-          const [kernel, w1, w2, w3, gx, gy, n] = words.subarray(at, at + 7);
-          uniformData.fill(0, slot * 64, slot * 64 + 16);
-          uniformData.set(words.subarray(at + 7, at + 7 + n), slot * 64);
+          // Plain indexing and loops: this runs a few hundred times per token.
+          const kernel = words[at], w1 = words[at + 1], w2 = words[at + 2], w3 = words[at + 3];
+          const gx = words[at + 4], gy = words[at + 5], n = words[at + 6];
+          const u = slot * 64;
+          for (let i = 0; i < 16; i++) uniformData[u + i] = i < n ? words[at + 7 + i] : 0;
           if (timed) {
             pass = encoder.beginComputePass({
               timestampWrites: { querySet: querySet(), beginningOfPassWriteIndex: 2 * slot,
@@ -172,7 +178,7 @@ export function createGpuImports(device, memory, pending) {
           }
           if (kernel !== last) pass.setPipeline(kernels[kernel]);
           last = kernel;
-          pass.setBindGroup(0, bindGroup(arena, w1, w2, w3), [slot * UNIFORM_SLOT]);
+          pass.setBindGroup(0, bindGroup(arena, w1, w2, w3), slotOffsets, slot, 1);
           pass.dispatchWorkgroups(gx, gy);
           if (timed) pass.end();
           at += 7 + n;

@@ -30,6 +30,19 @@ void Backend::NormRope(F32 x, int rows, int heads, const Weight& norm, float eps
   Rope(x, rows, heads, inv_freq, positions);
 }
 
+void Backend::MatMulGeluMul(F32 out, F32 in, const Weight& w, F32 mul, int rows, int mul_stride) {
+  MatMul(out, in, w, rows);
+  GeluMul(out, out, mul, rows, static_cast<int>(w.rows), mul_stride);
+}
+
+void Backend::QkvNorms(F32 q, F32 k, F32 v, int rows, int heads, int kv_heads, const Weight& q_norm,
+                       const Weight& k_norm, float eps, std::span<const float> inv_freq,
+                       std::span<const int64_t> positions) {
+  NormRope(q, rows, heads, q_norm, eps, inv_freq, positions);
+  NormRope(k, rows, kv_heads, k_norm, eps, inv_freq, positions);
+  RmsNorm(v, v, Weight{}, rows * kv_heads, static_cast<int>(inv_freq.size() * 2), eps);
+}
+
 Status CheckQuantizedSource(DType type, uint64_t elements, const Reader& values, uint64_t values_offset,
                             const Reader& scales, uint64_t scales_offset) {
   if (!IsQuantized(type)) return InvalidArgument(std::string("quantized weights of type ") + DTypeName(type));

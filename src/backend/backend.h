@@ -68,7 +68,7 @@ struct MoeShape {
   int expert_width = 0;  // moe_intermediate_size
 };
 
-// The fused ops (AddRmsNorm, NormMatMul, GateUp, NormRope) default to the ops they fuse
+// The fused ops (AddRmsNorm, NormMatMul, GateUp, NormRope, MatMulGeluMul, QkvNorms) default to the ops they fuse
 // (backend.cc); a backend overrides them where one kernel does better.
 class Backend {
  public:
@@ -124,6 +124,15 @@ class Backend {
                         std::span<const int64_t> positions);
   // out[r, c] = gelu_tanh(gate[r, c]) * up[r * up_stride + c]        (rows, cols)
   virtual void GeluMul(F32 out, F32 gate, F32 up, int rows, int cols, int up_stride) = 0;
+  // out[r, o] = gelu_tanh(in[r] . w[o]) * mul[r * mul_stride + o]: MatMul then GeluMul (the
+  // per-layer embedding's gate)                  in: (rows, w.cols), out: (rows, w.rows)
+  virtual void MatMulGeluMul(F32 out, F32 in, const Weight& w, F32 mul, int rows, int mul_stride);
+  // Attention's norms of a layer with its own keys and values: q and k as NormRope with q_norm
+  // and k_norm, v as RmsNorm without a weight, each per head.
+  // q: (rows, heads, hd), k, v: (rows, kv_heads, hd), hd = inv_freq.size() * 2
+  virtual void QkvNorms(F32 q, F32 k, F32 v, int rows, int heads, int kv_heads, const Weight& q_norm,
+                        const Weight& k_norm, float eps, std::span<const float> inv_freq,
+                        std::span<const int64_t> positions);
   // out = a + b                                                      (count)
   virtual void Add(F32 out, F32 a, F32 b, size_t count) = 0;
   // dst = src                                                        (count)

@@ -11,16 +11,19 @@ void RunLayer(Backend& be, const ModelConfig& c, int i, const LayerWeights& lw, 
   // Attention block.
   // Each projection folds in the input norm (b.h: the normed input where a backend makes it apart).
   be.NormMatMul(b.q, b.h, b.x, lw.input_norm, c.rms_eps, lw.q_proj, n);
-  be.NormRope(b.q, n, l.heads, lw.q_norm, c.rms_eps, l.inv_freq, positions);
-  if (!l.kv_shared) {
+  if (l.kv_shared) {
+    be.NormRope(b.q, n, l.heads, lw.q_norm, c.rms_eps, l.inv_freq, positions);
+  } else {
     be.NormMatMul(kv.k_new, b.h, b.x, lw.input_norm, c.rms_eps, lw.k_proj, n);
     if (l.k_eq_v) {
       be.RmsNorm(kv.v_new, kv.k_new, Weight{}, n * l.kv_heads, hd, c.rms_eps);  // values: k before its norm
+      be.NormRope(b.q, n, l.heads, lw.q_norm, c.rms_eps, l.inv_freq, positions);
+      be.NormRope(kv.k_new, n, l.kv_heads, lw.k_norm, c.rms_eps, l.inv_freq, positions);
     } else {
       be.NormMatMul(kv.v_new, b.h, b.x, lw.input_norm, c.rms_eps, lw.v_proj, n);
-      be.RmsNorm(kv.v_new, kv.v_new, Weight{}, n * l.kv_heads, hd, c.rms_eps);
+      be.QkvNorms(b.q, kv.k_new, kv.v_new, n, l.heads, l.kv_heads, lw.q_norm, lw.k_norm, c.rms_eps, l.inv_freq,
+                  positions);
     }
-    be.NormRope(kv.k_new, n, l.kv_heads, lw.k_norm, c.rms_eps, l.inv_freq, positions);
   }
   AttentionShape shape;
   shape.rows = n;
@@ -55,8 +58,7 @@ void RunLayer(Backend& be, const ModelConfig& c, int i, const LayerWeights& lw, 
   // Per-layer embedding block.
   if (c.ple_dim) {
     const int pl = c.num_layers * c.ple_dim;
-    be.MatMul(b.ple_gate, b.x, lw.ple_gate, n);
-    be.GeluMul(b.ple_gate, b.ple_gate, b.ple.At(static_cast<size_t>(i) * c.ple_dim), n, c.ple_dim, pl);
+    be.MatMulGeluMul(b.ple_gate, b.x, lw.ple_gate, b.ple.At(static_cast<size_t>(i) * c.ple_dim), n, pl);
     be.MatMul(b.o, b.ple_gate, lw.ple_proj, n);
     be.AddRmsNorm(b.x, b.o, lw.post_ple_norm, n, H, c.rms_eps, layer_scalar);
   }

@@ -206,7 +206,7 @@ void RunAll(Backend& gpu, Backend& cpu) {
   const DType dtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
   for (DType dt : dtypes) {
     for (auto [rows, outs, ins] : {std::tuple{1, 5, 3}, {3, 33, 17}, {5, 100, 129}, {33, 9, 300}, {1, 70, 64},
-                                   {2, 19, 36}, {4, 65, 130}, {7, 40, 48}, {8, 11, 22}, {70, 130, 40}}) {
+                                   {2, 19, 36}, {4, 65, 130}, {7, 40, 48}, {8, 11, 22}, {70, 130, 40}, {2, 21, 1544}}) {
       Case(std::string("matmul_") + DTypeName(dt) + "_" + std::to_string(rows) + "x" + std::to_string(outs) + "x" +
                std::to_string(ins),
            gpu, cpu, 1e-10, [&](Side& s) {
@@ -269,6 +269,36 @@ void RunAll(Backend& gpu, Backend& cpu) {
         return s.Read(y, rows * outs);
       });
     }
+  }
+  // The per-layer embedding's gate: a product through gelu times a strided second input.
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16, DType::kQ8, DType::kQ4}) {
+    for (auto [rows, ins] : {std::pair{1, 1536}, {3, 64}, {9, 96}}) {
+      const int outs = 37, stride = 3 * outs;
+      Case(std::string("matmul_gelu_mul_") + DTypeName(dt) + "_" + std::to_string(rows) + "x" + std::to_string(ins), gpu,
+           cpu, 1e-10, [&](Side& s) {
+             const std::vector<float> v = Random(outs * ins);
+             Weight w = IsQuantized(dt) ? s.MakeQuantized(v, 1, outs, ins, dt) : s.MakeWeight(v, 1, outs, ins, dt);
+             F32 x = s.Floats(Random(rows * ins)), mul = s.Floats(Random(rows * stride)),
+                 y = s.Floats(std::vector<float>(rows * outs));
+             s.be->MatMulGeluMul(y, x, w, mul.At(outs), rows, stride);
+             return s.Read(y, rows * outs);
+           });
+    }
+  }
+  for (int rows : {1, 3}) {
+    Case("qkv_norms_" + std::to_string(rows), gpu, cpu, 1e-10, [&](Side& s) {
+      const int heads = 4, kvh = 2, d = 12;
+      F32 q = s.Floats(Random(rows * heads * d, 2.0f)), k = s.Floats(Random(rows * kvh * d, 2.0f)),
+          v = s.Floats(Random(rows * kvh * d, 2.0f));
+      Weight qn = s.MakeWeight(Random(d), 1, 1, d, DType::kBF16), kn = s.MakeWeight(Random(d), 1, 1, d, DType::kF32);
+      const std::vector<float> inv = {1.0f, 0.3f, 0.01f, 0.0f, 0.0f, 0.0f};
+      const std::vector<int64_t> pos = {5, 7, 1234};
+      s.be->QkvNorms(q, k, v, rows, heads, kvh, qn, kn, 1e-6f, inv, std::span(pos).first(rows));
+      auto a = s.Read(q, rows * heads * d), b = s.Read(k, rows * kvh * d), c = s.Read(v, rows * kvh * d);
+      a.insert(a.end(), b.begin(), b.end());
+      a.insert(a.end(), c.begin(), c.end());
+      return a;
+    });
   }
   Case("norm_rope", gpu, cpu, 1e-10, [&](Side& s) {
     F32 x = s.Floats(Random(3 * 4 * 12, 2.0f));

@@ -57,7 +57,8 @@ class WeightBuffer final : public Buffer {
 
 enum class Kernel { kRmsNorm, kMatMul, kMatVec, kRope, kAttention, kCacheAppend, kElementwise, kGeluMul, kMoeRoute,
                     kMoeExperts, kArgmax, kBandwidth,
-                    kAttentionCombine, kEmbedIds, kGatherMatVecIds, kTopK, kArgmaxKeyed, kAccept, kMatVecQ, kGateUp, kNormRope, kTopKValues };
+                    kAttentionCombine, kEmbedIds, kGatherMatVecIds, kTopK, kArgmaxKeyed, kAccept, kMatVecQ, kGateUp, kNormRope, kTopKValues,
+                    kMatVecWide, kGateUpWide, kQkvNorm };
 const char* KernelFile(Kernel k) {
   switch (k) {
     case Kernel::kRmsNorm: return "rms_norm";
@@ -82,6 +83,9 @@ const char* KernelFile(Kernel k) {
     case Kernel::kGateUp: return "gate_up";
     case Kernel::kNormRope: return "norm_rope";
     case Kernel::kTopKValues: return "topk_values";
+    case Kernel::kMatVecWide: return "matvec_wide";
+    case Kernel::kGateUpWide: return "gate_up_wide";
+    case Kernel::kQkvNorm: return "qkv_norm";
   }
   return "";
 }
@@ -98,32 +102,33 @@ uint64_t ChunkElements(DType t, uint64_t chunk_bytes) {
 }
 
 // Element i of a quantized weight: the scale of its group and the word holding it.
+// `w` is the binding's word accessor (w1word for W1, ...).
 std::string QuantPrefix(const std::string& w, int dtype) {
   const std::string words = std::to_string(SuperblockWords(static_cast<DType>(dtype)));
   const std::string per_word = dtype == static_cast<int>(DType::kQ8) ? "2u" : "3u";  // log2 values per word
   // q8 values are signed bytes (extractBits of an i32 sign-extends); q4 nibbles are unsigned.
-  const std::string word = w + "[b + 1u + ((i & 63u) >> " + per_word + ")]";
-  return "let b = (i >> 6u) * " + words + "u; let s = unpack2x16float(" + w + "[b])[(i >> 5u) & 1u]; " +
+  const std::string word = w + "(b + 1u + ((i & 63u) >> " + per_word + "))";
+  return "let b = (i >> 6u) * " + words + "u; let s = unpack2x16float(" + w + "(b))[(i >> 5u) & 1u]; " +
          "let v = " + (dtype == static_cast<int>(DType::kQ8) ? "bitcast<i32>(" + word + ")" : word) + "; ";
 }
 
 std::string LoadSnippet(int slot, int dtype) {  // dtype: -1 none, else DType
-  const std::string w = "W" + std::to_string(slot);
+  const std::string w = "w" + std::to_string(slot) + "word";
   switch (dtype) {
     case static_cast<int>(DType::kQ8): return QuantPrefix(w, dtype) + "return f32(extractBits(v, (i & 3u) * 8u, 8u)) * s;";
     case static_cast<int>(DType::kQ4):
       return QuantPrefix(w, dtype) + "return (f32(extractBits(v, (i & 7u) * 4u, 4u)) - 8.0) * s;";
-    case static_cast<int>(DType::kF32): return "return bitcast<f32>(" + w + "[i]);";
+    case static_cast<int>(DType::kF32): return "return bitcast<f32>(" + w + "(i));";
     case static_cast<int>(DType::kBF16):
-      return "let v = " + w + "[i >> 1u]; if ((i & 1u) == 0u) { return bitcast<f32>(v << 16u); } "
+      return "let v = " + w + "(i >> 1u); if ((i & 1u) == 0u) { return bitcast<f32>(v << 16u); } "
              "return bitcast<f32>(v & 0xffff0000u);";
-    case static_cast<int>(DType::kF16): return "return unpack2x16float(" + w + "[i >> 1u])[i & 1u];";
+    case static_cast<int>(DType::kF16): return "return unpack2x16float(" + w + "(i >> 1u))[i & 1u];";
     default: return "return 0.0;";
   }
 }
 
 std::string PairSnippet(int slot, int dtype) {  // elements 2j, 2j + 1
-  const std::string w = "W" + std::to_string(slot);
+  const std::string w = "w" + std::to_string(slot) + "word";
   switch (dtype) {
     case static_cast<int>(DType::kQ8):
       return "let i = 2u * j; " + QuantPrefix(w, dtype) +
@@ -133,10 +138,10 @@ std::string PairSnippet(int slot, int dtype) {  // elements 2j, 2j + 1
              "let sh = (i & 7u) * 4u; "
              "return (vec2<f32>(f32(extractBits(v, sh, 4u)), f32(extractBits(v, sh + 4u, 4u))) - 8.0) * s;";
     case static_cast<int>(DType::kF32):
-      return "return vec2<f32>(bitcast<f32>(" + w + "[2u * j]), bitcast<f32>(" + w + "[2u * j + 1u]));";
+      return "return vec2<f32>(bitcast<f32>(" + w + "(2u * j)), bitcast<f32>(" + w + "(2u * j + 1u)));";
     case static_cast<int>(DType::kBF16):
-      return "let v = " + w + "[j]; return vec2<f32>(bitcast<f32>(v << 16u), bitcast<f32>(v & 0xffff0000u));";
-    case static_cast<int>(DType::kF16): return "return unpack2x16float(" + w + "[j]);";
+      return "let v = " + w + "(j); return vec2<f32>(bitcast<f32>(v << 16u), bitcast<f32>(v & 0xffff0000u));";
+    case static_cast<int>(DType::kF16): return "return unpack2x16float(" + w + "(j));";
     default: return "return vec2<f32>(0.0);";
   }
 }
@@ -203,7 +208,7 @@ class WebGpuBackend final : public Backend {
 
   Result<std::unique_ptr<Buffer>> LoadWeights(const Reader& source, uint64_t offset, uint64_t size) override {
     const uint64_t limit = weight_binding_limit_ / 16 * 16;
-    const uint64_t padded = (std::max<uint64_t>(size, 4) + 3) / 4 * 4;
+    const uint64_t padded = (std::max<uint64_t>(size, 16) + 15) / 16 * 16;  // whole 16-byte words
     if (padded > 3 * limit) {
       return Unimplemented("webgpu: a weight of " + std::to_string(size) + " bytes is more than three bindings of " +
                            std::to_string(limit) + " bytes");
@@ -360,7 +365,8 @@ class WebGpuBackend final : public Backend {
     }
     // Decode and verification: the norm, both rows of each output feature and their product in
     // one dispatch.
-    Dispatch(Kernel::kGateUp, {&gate, &up, &norm}, (gate.rows + 7) / 8,
+    const Kernel k = Wide(gate, in) && Wide(up) && gate.dtype == up.dtype ? Kernel::kGateUpWide : Kernel::kGateUp;
+    Dispatch(k, {&gate, &up, &norm}, (gate.rows + 7) / 8,
              {At(out), At(in), U(rows), U(gate.rows), U(gate.cols), Fl(eps)}, RowsVariant(rows));
   }
   void MatMul(F32 out, F32 in, const Weight& w, int rows) override {
@@ -384,6 +390,23 @@ class WebGpuBackend final : public Backend {
     const auto [pp, fp] = RopeTables(inv_freq, positions);
     Dispatch(Kernel::kNormRope, {&norm}, static_cast<uint64_t>(rows) * heads,
              {At(x), U(rows), U(heads), U(inv_freq.size()), pp, fp, Fl(eps)});
+  }
+  void QkvNorms(F32 q, F32 k, F32 v, int rows, int heads, int kv_heads, const Weight& q_norm, const Weight& k_norm,
+                float eps, std::span<const float> inv_freq, std::span<const int64_t> positions) override {
+    if (!q_norm.present() || !k_norm.present() || Bindings(q_norm) > 1 || Bindings(k_norm) > 1) {
+      Backend::QkvNorms(q, k, v, rows, heads, kv_heads, q_norm, k_norm, eps, inv_freq, positions);
+      return;
+    }
+    const auto [pp, fp] = RopeTables(inv_freq, positions);
+    Dispatch(Kernel::kQkvNorm, {&q_norm, &k_norm}, static_cast<uint64_t>(rows) * (heads + 2 * kv_heads),
+             {At(q), At(k), At(v), U(rows), U(heads), U(kv_heads), U(inv_freq.size()), pp, fp, Fl(eps)});
+  }
+  void MatMulGeluMul(F32 out, F32 in, const Weight& w, F32 mul, int rows, int mul_stride) override {
+    if (rows > 8) {
+      Backend::MatMulGeluMul(out, in, w, mul, rows, mul_stride);
+      return;
+    }
+    MatVec(out, in, w, nullptr, 0.0f, rows, mul, mul_stride);
   }
   void Rope(F32 x, int rows, int heads, std::span<const float> inv_freq, std::span<const int64_t> positions) override {
     const auto [pp, fp] = RopeTables(inv_freq, positions);
@@ -493,16 +516,30 @@ class WebGpuBackend final : public Backend {
   void Fill(F32 out, size_t count, float v) { Elementwise(4, count, out, out, out, v); }
   static int RowsVariant(int rows) { return rows <= 1 ? 1 : rows <= 2 ? 2 : rows <= 4 ? 4 : 8; }
   static size_t Bindings(const Weight& w) { return static_cast<const WeightBuffer*>(w.buffer)->chunks(); }
+  // A 16-bit matrix in one binding whose rows are whole 16-byte words: the wide kernels read it.
+  static bool Wide(const Weight& w) {
+    return (w.dtype == DType::kBF16 || w.dtype == DType::kF16) && Bindings(w) == 1 && w.cols % 8 == 0;
+  }
+  // ... and an input the wide kernels can read as vec4s.
+  static bool Wide(const Weight& w, F32 in) { return Wide(w) && At(in) % 4 == 0; }
   static constexpr int kNormed = 16;  // variant bit: the input rms-normed with W2 on the way in
+  static constexpr int kGelu = 32;    // variant bit: the product through gelu_tanh, times a second input
+  static constexpr int kVecIn = 64;   // variant bit: the arena seen as vec4s, the input read four floats at a time
   // Up to 8 rows: a team per output feature, the weights read once for all rows; quantized
   // weights in one binding take whole words of values at a time. With a norm weight, the input
   // is rms-normed on the way in.
-  void MatVec(F32 out, F32 in, const Weight& w, const Weight* norm, float eps, int rows) {
-    const Kernel k = IsQuantized(w.dtype) && Bindings(w) == 1 ? Kernel::kMatVecQ : Kernel::kMatVec;
+  // With a `mul` buffer (gelu_mul.buffer set), out = gelu_tanh(product) * mul[r * mul_stride + o].
+  void MatVec(F32 out, F32 in, const Weight& w, const Weight* norm, float eps, int rows, F32 gelu_mul = {},
+              int mul_stride = 0) {
+    const Kernel k = Wide(w, in) ? Kernel::kMatVecWide
+                     : IsQuantized(w.dtype) && Bindings(w) == 1 ? Kernel::kMatVecQ : Kernel::kMatVec;
     std::vector<const Weight*> ws = {&w};
     if (norm) ws.push_back(norm);
-    Dispatch(k, ws, (w.rows + 7) / 8, {At(out), At(in), U(rows), U(w.rows), U(w.cols), Fl(eps)},
-             RowsVariant(rows) | (norm ? kNormed : 0));
+    const bool gelu = gelu_mul.buffer != nullptr;
+    Dispatch(k, ws, (w.rows + 7) / 8,
+             {At(out), At(in), U(rows), U(w.rows), U(w.cols), Fl(eps), gelu ? At(gelu_mul) : 0, U(mul_stride)},
+             RowsVariant(rows) | (norm ? kNormed : 0) | (gelu ? kGelu : 0) |
+                 (k == Kernel::kMatVecQ && At(in) % 4 == 0 ? kVecIn : 0));
   }
   void Elementwise(uint32_t op, size_t count, F32 out, F32 a, F32 b, float s) {
     Record(Kernel::kElementwise, {}, count, {op, U(count), At(out), At(a), At(b), Fl(s)});
@@ -579,9 +616,21 @@ class WebGpuBackend final : public Backend {
                                           "if (j < 2u * s) { return lp2(j - s); } return lp3(j - 2u * s);"
                                         : "return lp1(j);";
     src.replace(src.find("W1P_READ"), 8, read_pair);
+    // The wide kernels read W1 (and gate_up_wide W2) 16 bytes at a time.
+    const bool wide1 = k == Kernel::kMatVecWide || k == Kernel::kGateUpWide, wide2 = k == Kernel::kGateUpWide;
+    const bool vec_arena = wide1 || (variant & kVecIn);
+    ReplaceAll(src, "A_TYPE", vec_arena ? "array<vec4<f32>>" : "array<f32>");
+    ReplaceAll(src, "A_ELEMENT", vec_arena ? "A[i >> 2u][i & 3u]" : "A[i]");
+    ReplaceAll(src, "A_VEC4", vec_arena ? "return A[i];"
+                                        : "return vec4<f32>(A[4u * i], A[4u * i + 1u], A[4u * i + 2u], A[4u * i + 3u]);");
+    ReplaceAll(src, "W1_TYPE", wide1 ? "array<vec4<u32>>" : "array<u32>");
+    ReplaceAll(src, "W2_TYPE", wide2 ? "array<vec4<u32>>" : "array<u32>");
+    ReplaceAll(src, "W1_WORD", wide1 ? "return W1[k >> 2u][k & 3u];" : "return W1[k];");
+    ReplaceAll(src, "W2_WORD", wide2 ? "return W2[k >> 2u][k & 3u];" : "return W2[k];");
     // The matrix-vector kernels share their teams' reduction: subgroup adds where the device
     // has subgroups of one width that divides a team.
-    if (k == Kernel::kMatVec || k == Kernel::kMatVecQ || k == Kernel::kGateUp || k == Kernel::kGatherMatVecIds) {
+    if (k == Kernel::kMatVec || k == Kernel::kMatVecQ || k == Kernel::kGateUp || k == Kernel::kGatherMatVecIds ||
+        k == Kernel::kMatVecWide || k == Kernel::kGateUpWide) {
       if (subgroup_) {
         src = "enable subgroups;\n" + src + WgslSource("team_subgroup");
         ReplaceAll(src, "SUBGROUP", std::to_string(subgroup_) + "u");
@@ -590,8 +639,14 @@ class WebGpuBackend final : public Backend {
       }
     }
     src += WgslSource(KernelFile(k));
+    // Two 16-bit weights of a word, for the wide kernels.
+    ReplaceAll(src, "PAIR16", d[0] == static_cast<int>(DType::kF16)
+                                  ? "return unpack2x16float(v);"
+                                  : "return vec2<f32>(bitcast<f32>(v << 16u), bitcast<f32>(v & 0xffff0000u));");
     ReplaceAll(src, "VARIANT", std::to_string(variant & 15));
     ReplaceAll(src, "NORMEDv", (variant & kNormed) ? "true" : "false");
+    ReplaceAll(src, "GELUv", (variant & kGelu) ? "true" : "false");
+    ReplaceAll(src, "VEC_INv", (variant & kVecIn) ? "true" : "false");
     ReplaceAll(src, "QBITS", d[0] == static_cast<int>(DType::kQ4) ? "4" : "8");
     g4_gpu_register_kernel(id, src.data(), static_cast<uint32_t>(src.size()), name.data(), static_cast<uint32_t>(name.size()));
     kernel_ids_[key] = id;

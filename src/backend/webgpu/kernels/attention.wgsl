@@ -1,12 +1,14 @@
 // Attention of one (row, head) over one split of its visible positions; splits > 1 leave
 // (max, sum, unnormalised output) for attention_combine, one split writes the output. Positions in
-// tiles of 64: a team of 16 threads per position for the scores (16 at a time), then the threads
-// over head dimensions for the values; online softmax across tiles. Scale 1, head dims <= 512.
+// tiles of 64 with an online softmax across tiles. Scores: a team of 16 threads per position, 16
+// positions at a time, each lane keeping its partial sums of all four rounds, summed once per
+// tile. Values: four groups of 64 threads, each over every fourth position and up to 8 head
+// dimensions per thread, the groups' sums added at the end. Scale 1, head dims <= 512.
 // P: out, q, k_new, v_new, k_cache, v_cache, rows, heads, kv_heads, head_dim,
 //    window | past_only << 31, start, cached, capacity, splits, partials
 var<workgroup> qs: array<f32, 512>;
 var<workgroup> sc: array<f32, 64>;
-var<workgroup> red: array<f32, 256>;
+var<workgroup> scratch: array<f32, 2048>;  // the scores' partial sums (64 x 16), then the groups' outputs (4 x 512)
 
 // Where position p's key (or value) of kv head `kv` starts: the cache ring, or the new rows.
 fn kv_at(p: i32, kv: u32, cache: u32, fresh: u32) -> u32 {
@@ -36,55 +38,67 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   for (var i = lid.x; i < d; i += 256u) { qs[i] = A[q + i]; }
   workgroupBarrier();
   let team = lid.x >> 4u; let lane = lid.x & 15u;
+  let group = lid.x >> 6u; let gl = lid.x & 63u;
   var m = -3.0e38;
   var l = 0.0;
-  var acc0 = 0.0; var acc1 = 0.0;  // dimensions lid and lid + 256
+  var acc: array<f32, 8>;  // dimensions gl + 64 k
   for (var p0 = slo; p0 <= shi; p0 += 64) {
-    for (var it = 0u; it < 4u; it++) {
-      let c = team + 16u * it;
-      let p = p0 + i32(c);
-      var part = 0.0;
-      if (p <= shi) {
-        let kb = kv_at(p, kv, pu(4u), pu(2u));
-        for (var i = lane; i < d; i += 16u) { part += qs[i] * A[kb + i]; }
-      }
-      red[lid.x] = part;
-      workgroupBarrier();
-      for (var k = 8u; k > 0u; k >>= 1u) {
-        if (lane < k) { red[lid.x] += red[lid.x + k]; }
-        workgroupBarrier();
-      }
-      if (lane == 0u) { sc[c] = red[lid.x]; }
-      workgroupBarrier();
-    }
     let cnt = min(64, shi - p0 + 1);
+    var part: array<f32, 4>;
+    for (var it = 0; it < 4; it++) {
+      let c = i32(team) + 16 * it;
+      if (c < cnt) {
+        let kb = kv_at(p0 + c, kv, pu(4u), pu(2u));
+        var s = 0.0;
+        for (var i = lane; i < d; i += 16u) { s += qs[i] * A[kb + i]; }
+        part[it] = s;
+      }
+    }
+    for (var it = 0u; it < 4u; it++) { scratch[(team + 16u * it) * 16u + lane] = part[it]; }
+    workgroupBarrier();
+    if (lid.x < 64u) {
+      var s = 0.0;
+      for (var k = 0u; k < 16u; k++) { s += scratch[lid.x * 16u + k]; }
+      sc[lid.x] = s;
+    }
+    workgroupBarrier();
     var tm = -3.0e38;
     for (var c = 0; c < cnt; c++) { tm = max(tm, sc[c]); }
     let nm = max(m, tm);
     let corr = exp(m - nm);
-    acc0 *= corr; acc1 *= corr;
     var ts = 0.0;
-    for (var c = 0; c < cnt; c++) {
+    for (var c = 0; c < cnt; c++) { ts += exp(sc[c] - nm); }
+    for (var k = 0u; k < 8u; k++) { acc[k] *= corr; }
+    for (var c = i32(group); c < cnt; c += 4) {
       let e = exp(sc[c] - nm);
-      ts += e;
       let vb = kv_at(p0 + c, kv, pu(5u), pu(3u));
-      if (lid.x < d) { acc0 += e * A[vb + lid.x]; }
-      if (lid.x + 256u < d) { acc1 += e * A[vb + lid.x + 256u]; }
+      for (var k = 0u; k < 8u; k++) {
+        if (gl + 64u * k < d) { acc[k] += e * A[vb + gl + 64u * k]; }
+      }
     }
     l = l * corr + ts;
     m = nm;
     workgroupBarrier();
   }
+  for (var k = 0u; k < 8u; k++) { scratch[group * 512u + gl + 64u * k] = acc[k]; }
+  workgroupBarrier();
+  var out: array<f32, 2>;  // dimensions lid and lid + 256
+  for (var k = 0u; k < 2u; k++) {
+    let i = lid.x + 256u * k;
+    out[k] = scratch[i] + scratch[512u + i] + scratch[1024u + i] + scratch[1536u + i];
+  }
   if (splits == 1u) {
     var inv = 0.0;
     if (l > 0.0) { inv = 1.0 / l; }
     let o = pu(0u) + rh * d;
-    if (lid.x < d) { A[o + lid.x] = acc0 * inv; }
-    if (lid.x + 256u < d) { A[o + lid.x + 256u] = acc1 * inv; }
+    for (var k = 0u; k < 2u; k++) {
+      if (lid.x + 256u * k < d) { A[o + lid.x + 256u * k] = out[k] * inv; }
+    }
     return;
   }
   let o = pu(15u) + t * (d + 2u);
   if (lid.x == 0u) { A[o] = m; A[o + 1u] = l; }
-  if (lid.x < d) { A[o + 2u + lid.x] = acc0; }
-  if (lid.x + 256u < d) { A[o + 2u + lid.x + 256u] = acc1; }
+  for (var k = 0u; k < 2u; k++) {
+    if (lid.x + 256u * k < d) { A[o + 2u + lid.x + 256u * k] = out[k]; }
+  }
 }

@@ -1,11 +1,13 @@
 // out[r, o] = sum_i in[r, i] * w[o, i] for a few rows (decode, verification): the weight matrix is
 // read once for all of them. Eight teams of 32 threads per workgroup, a team per output feature,
 // reading the weights two elements per 32-bit word when the rows have an even length.
-// P: out, in, rows, out_features, in_features, eps. ROWS (1, 2, 4 or 8) is fixed when compiled.
+// P: out, in, rows, out_features, in_features, eps, mul, mul_stride. ROWS (1, 2, 4 or 8) is fixed
+// when compiled. GELU: out = gelu_tanh(product) * A[mul + r * mul_stride + o].
 // NORMED: the input is rms-normed with the weight W2 on the way in, out = (w . (in * W2)) * inv_rms(in),
 // the sum of squares gathered by the same loop (every team reads all of its rows' inputs).
 const ROWS = VARIANTu;
 const NORMED = NORMEDv;
+const GELU = GELUv;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
@@ -78,6 +80,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (lane == 0u && o < outs && r < rows) {
       var v = s.x;
       if (NORMED) { v *= 1.0 / sqrt(s.y / f32(ins) + pf(5u)); }
+      if (GELU) { v = gelu_tanh(v) * A[pu(6u) + r * pu(7u) + o]; }
       A[pu(0u) + r * outs + o] = v;
     }
   }

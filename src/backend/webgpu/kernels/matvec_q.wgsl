@@ -2,10 +2,13 @@
 // q8 (BITS 8) or q4 (BITS 4) in superblocks of 64 values (a word of two float16 scales, then the
 // values; see webgpu_backend.cc). A team of 32 threads per output feature, each lane taking one
 // whole word of values at a time (four in flight) and applying its group's scale once.
-// P: out, in, rows, out_features, in_features, eps. ROWS (1, 2, 4 or 8) and BITS are fixed when
-// compiled; NORMED as in matvec.wgsl (the input rms-normed with the weight W2 on the way in).
+// P: out, in, rows, out_features, in_features, eps, mul, mul_stride (GELU as in matvec.wgsl). ROWS
+// (1, 2, 4 or 8) and BITS are fixed when compiled; NORMED as in matvec.wgsl (the input rms-normed
+// with the weight W2 on the way in).
 const ROWS = VARIANTu;
 const NORMED = NORMEDv;
+const GELU = GELUv;
+const VEC_IN = VEC_INv;  // the arena seen as vec4s: the input's offset and row length are multiples of 4
 const BITS = QBITSu;
 const PER_WORD = 32u / BITS;
 const SB_WORDS = 1u + 64u / PER_WORD;
@@ -25,13 +28,20 @@ fn word_dot(acc: ptr<function, array<f32, ROWS>>, sq: ptr<function, array<f32, R
   for (var r = 0u; r < ROWS; r++) {
     if (r < rows) {
       var d = 0.0;
-      for (var k = 0u; k < PER_WORD; k++) {
-        let xv = A[xi + r * ins + k];
-        if (NORMED) {
-          (*sq)[r] += xv * xv;
-          d += q[k] * xv * ld2(col + k);
+      for (var k = 0u; k < PER_WORD; k += 4u) {
+        let b = xi + r * ins + k;
+        var xv: vec4<f32>;
+        if (VEC_IN) {
+          xv = a4(b / 4u);
         } else {
-          d += q[k] * xv;
+          xv = vec4<f32>(af(b), af(b + 1u), af(b + 2u), af(b + 3u));
+        }
+        let qv = vec4<f32>(q[k], q[k + 1u], q[k + 2u], q[k + 3u]);
+        if (NORMED) {
+          (*sq)[r] += dot(xv, xv);
+          d += dot(qv, xv * vec4<f32>(ld2(col + k), ld2(col + k + 1u), ld2(col + k + 2u), ld2(col + k + 3u)));
+        } else {
+          d += dot(qv, xv);
         }
       }
       (*acc)[r] += d * s;
@@ -58,8 +68,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       for (var k = 0u; k < 4u; k++) {
         let e = base + (t + 32u * k) * PER_WORD;
         let sb = (e >> 6u) * SB_WORDS;
-        s[k] = unpack2x16float(W1[sb])[(e >> 5u) & 1u];
-        v[k] = W1[sb + 1u + (e & 63u) / PER_WORD];
+        s[k] = unpack2x16float(w1word(sb))[(e >> 5u) & 1u];
+        v[k] = w1word(sb + 1u + (e & 63u) / PER_WORD);
       }
       for (var k = 0u; k < 4u; k++) {
         let col = (t + 32u * k) * PER_WORD;
@@ -69,7 +79,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (; t < words; t += 32u) {
       let e = base + t * PER_WORD;
       let sb = (e >> 6u) * SB_WORDS;
-      word_dot(&acc, &sq, W1[sb + 1u + (e & 63u) / PER_WORD], unpack2x16float(W1[sb])[(e >> 5u) & 1u],
+      word_dot(&acc, &sq, w1word(sb + 1u + (e & 63u) / PER_WORD), unpack2x16float(w1word(sb))[(e >> 5u) & 1u],
                x + t * PER_WORD, t * PER_WORD, rows, ins);
     }
   }
@@ -78,7 +88,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (lane == 0u && o < outs && r < rows) {
       var v = s.x;
       if (NORMED) { v *= 1.0 / sqrt(s.y / f32(ins) + pf(5u)); }
-      A[pu(0u) + r * outs + o] = v;
+      if (GELU) { v = gelu_tanh(v) * af(pu(6u) + r * pu(7u) + o); }
+      afset(pu(0u) + r * outs + o, v);
     }
   }
 }

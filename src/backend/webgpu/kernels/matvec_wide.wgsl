@@ -1,0 +1,65 @@
+// matvec.wgsl for 16-bit weights (bf16, f16) in one binding, rows of a multiple of 8: each lane
+// loads 16-byte words (eight weights), four words in flight, so that a few hundred workgroups
+// keep enough bytes in flight to stream at the memory's rate. A team of 32 threads per output
+// feature, eight per workgroup. P: out, in, rows, out_features, in_features, eps, mul,
+// mul_stride. ROWS (1, 2, 4 or 8) is fixed when compiled; NORMED and GELU as in matvec.wgsl.
+const ROWS = VARIANTu;
+const NORMED = NORMEDv;
+const GELU = GELUv;
+
+fn pair16(v: u32) -> vec2<f32> { PAIR16 }
+
+// acc[r] += the eight weights of word w . in[r, 8q ..] (normed: times the norm, squares into sq).
+fn oct_dot(acc: ptr<function, array<f32, ROWS>>, sq: ptr<function, array<f32, ROWS>>, w: vec4<u32>, q: u32,
+           x: u32, rows: u32, ins: u32) {
+  let wa = vec4<f32>(pair16(w.x), pair16(w.y));
+  let wb = vec4<f32>(pair16(w.z), pair16(w.w));
+  var na = vec4<f32>(1.0); var nb = vec4<f32>(1.0);
+  if (NORMED) {
+    na = vec4<f32>(lp2(4u * q), lp2(4u * q + 1u));
+    nb = vec4<f32>(lp2(4u * q + 2u), lp2(4u * q + 3u));
+  }
+  for (var r = 0u; r < ROWS; r++) {
+    if (r < rows) {
+      let xi = (x + r * ins) / 4u + 2u * q;  // the input in vec4s (its offset a multiple of 4)
+      let xa = A[xi]; let xb = A[xi + 1u];
+      if (NORMED) { (*sq)[r] += dot(xa, xa) + dot(xb, xb); }
+      (*acc)[r] += dot(wa, xa * na) + dot(wb, xb * nb);
+    }
+  }
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(num_workgroups) n: vec3<u32>) {
+  let team = lid.x >> 5u; let lane = lid.x & 31u;
+  let o = (wg.x + wg.y * n.x) * 8u + team;
+  let rows = pu(2u); let outs = pu(3u); let ins = pu(4u);
+  let x = pu(1u);
+  var acc: array<f32, ROWS>;
+  var sq: array<f32, ROWS>;
+  if (o < outs) {
+    let octs = ins >> 3u;
+    let base = o * octs;
+    var q = lane;
+    for (; q + 96u < octs; q += 128u) {
+      let w0 = W1[base + q]; let w1 = W1[base + q + 32u];
+      let w2 = W1[base + q + 64u]; let w3 = W1[base + q + 96u];
+      oct_dot(&acc, &sq, w0, q, x, rows, ins);
+      oct_dot(&acc, &sq, w1, q + 32u, x, rows, ins);
+      oct_dot(&acc, &sq, w2, q + 64u, x, rows, ins);
+      oct_dot(&acc, &sq, w3, q + 96u, x, rows, ins);
+    }
+    for (; q < octs; q += 32u) { oct_dot(&acc, &sq, W1[base + q], q, x, rows, ins); }
+  }
+  for (var r = 0u; r < ROWS; r++) {
+    let s = team_sums(lid.x, lane, vec4<f32>(acc[r], sq[r], 0.0, 0.0));
+    if (lane == 0u && o < outs && r < rows) {
+      var v = s.x;
+      if (NORMED) { v *= 1.0 / sqrt(s.y / f32(ins) + pf(5u)); }
+      if (GELU) { let m = pu(6u) + r * pu(7u) + o; v = gelu_tanh(v) * A[m >> 2u][m & 3u]; }
+      let at = pu(0u) + r * outs + o;
+      A[at >> 2u][at & 3u] = v;
+    }
+  }
+}
