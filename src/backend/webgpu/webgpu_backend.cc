@@ -58,7 +58,7 @@ class WeightBuffer final : public Buffer {
 enum class Kernel { kRmsNorm, kMatMul, kMatVec, kRope, kAttention, kCacheAppend, kElementwise, kGeluMul, kMoeRoute,
                     kMoeExperts, kArgmax, kBandwidth,
                     kAttentionCombine, kEmbedIds, kGatherMatVecIds, kTopK, kArgmaxKeyed, kAccept, kMatVecQ, kGateUp, kNormRope, kTopKValues,
-                    kMatVecWide, kGateUpWide, kQkvNorm };
+                    kMatVecWide, kGateUpWide, kQkvNorm, kAttentionWide };
 const char* KernelFile(Kernel k) {
   switch (k) {
     case Kernel::kRmsNorm: return "rms_norm";
@@ -86,6 +86,7 @@ const char* KernelFile(Kernel k) {
     case Kernel::kMatVecWide: return "matvec_wide";
     case Kernel::kGateUpWide: return "gate_up_wide";
     case Kernel::kQkvNorm: return "qkv_norm";
+    case Kernel::kAttentionWide: return "attention_wide";
   }
   return "";
 }
@@ -422,14 +423,17 @@ class WebGpuBackend final : public Backend {
     }
     const uint64_t pairs = static_cast<uint64_t>(s.rows) * s.heads;
     const uint64_t positions = static_cast<uint64_t>(s.cached) + s.rows;
-    uint64_t splits = std::min<uint64_t>({(kSplitTarget + pairs - 1) / pairs, (positions + 31) / 32, 64});
+    uint64_t splits = std::min<uint64_t>({(kSplitTarget + pairs - 1) / pairs, (positions + 15) / 16, 64});
     splits = std::max<uint64_t>(1, std::min<uint64_t>(splits, kSplitRegion / 4 / (pairs * (s.head_dim + 2))));
     const std::vector<uint32_t> p = {At(out), At(q), At(k_new), At(v_new), At(k_cache), At(v_cache), U(s.rows),
                                      U(s.heads), U(s.kv_heads), U(s.head_dim),
                                      U(s.window) | (s.past_only ? 0x80000000u : 0u), U(s.start), U(s.cached),
                                      U(s.capacity), U(splits), U(split_base_ / 4)};
-    Dispatch(Kernel::kAttention, {}, pairs * splits, p);
-    if (splits > 1) Dispatch(Kernel::kAttentionCombine, {}, pairs, p);
+    // Head dims and offsets in whole vec4s: the kernel that reads them 16 bytes at a time.
+    bool wide = s.head_dim % 4 == 0;
+    for (F32 t : {out, q, k_new, v_new, k_cache, v_cache}) wide = wide && At(t) % 4 == 0;
+    Dispatch(wide ? Kernel::kAttentionWide : Kernel::kAttention, {}, pairs * splits, p);
+    if (splits > 1) Dispatch(Kernel::kAttentionCombine, {}, pairs * ((s.head_dim + 63) / 64), p);
   }
   void CacheAppend(F32 k_cache, F32 v_cache, F32 k_new, F32 v_new, int rows, int row_size, int64_t start,
                    int64_t capacity) override {
@@ -618,7 +622,7 @@ class WebGpuBackend final : public Backend {
     src.replace(src.find("W1P_READ"), 8, read_pair);
     // The wide kernels read W1 (and gate_up_wide W2) 16 bytes at a time.
     const bool wide1 = k == Kernel::kMatVecWide || k == Kernel::kGateUpWide, wide2 = k == Kernel::kGateUpWide;
-    const bool vec_arena = wide1 || (variant & kVecIn);
+    const bool vec_arena = wide1 || k == Kernel::kAttentionWide || (variant & kVecIn);
     ReplaceAll(src, "A_TYPE", vec_arena ? "array<vec4<f32>>" : "array<f32>");
     ReplaceAll(src, "A_ELEMENT", vec_arena ? "A[i >> 2u][i & 3u]" : "A[i]");
     ReplaceAll(src, "A_VEC4", vec_arena ? "return A[i];"
