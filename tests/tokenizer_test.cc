@@ -185,6 +185,27 @@ TEST_F(TokenizerTest, Gemma4ChatFormat) {
   EXPECT_EQ(*g3, ChatFormat::kGemma3);
 }
 
+TEST(ChatMessages, ParseAcceptsTheOpenAiShapeAndNamesWhatIsWrong) {
+  auto ok = ParseChatMessages(json::parse(R"([{"role":"system","content":"Be brief."},
+                                              {"role":"user","content":"Hi","name":"ann"}])"),
+                              "messages");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  ASSERT_EQ(ok->size(), 2u);
+  EXPECT_EQ((*ok)[1].role, "user");
+  EXPECT_EQ((*ok)[1].content, "Hi");
+  auto expect = [](const char* text, const std::string& needle) {
+    auto r = ParseChatMessages(json::parse(text), "messages");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().message();
+  };
+  expect("[]", "messages must be a non-empty list");
+  expect(R"({"role":"user"})", "messages must be a non-empty list");
+  expect(R"([{"role":"user","content":"a"}, 3])", "messages[1] must be an object");
+  expect(R"([{"role":"user","content":"a","extra":1}])", "messages[0]: unknown field 'extra'");
+  expect(R"([{"content":"a"}])", "messages[0].role must be a string");
+  expect(R"([{"role":"user","content":["a"]}])", "messages[0].content must be a string");
+}
+
 TEST(TokenizerErrors, NameTheField) {
   auto expect = [](const std::string& text, const std::string& needle) {
     auto r = Tokenizer::FromJson(text, "tok.json");

@@ -1,5 +1,7 @@
 #include "tokenizer/chat.h"
 
+#include <nlohmann/json.hpp>
+
 #include <string_view>
 
 namespace g4 {
@@ -78,6 +80,23 @@ Result<std::string> RenderChat(const Tokenizer& tok, const std::vector<ChatMessa
   }
   if (add_generation_prompt) out += open + "model\n";
   return out;
+}
+
+Result<std::vector<ChatMessage>> ParseChatMessages(const nlohmann::json& messages, const std::string& where) {
+  if (!messages.is_array() || messages.empty()) return InvalidArgument(where + " must be a non-empty list");
+  std::vector<ChatMessage> list;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const nlohmann::json& m = messages[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    if (!m.is_object()) return InvalidArgument(at + " must be an object");
+    for (const auto& [key, value] : m.items()) {
+      if (key != "role" && key != "content" && key != "name") return InvalidArgument(at + ": unknown field '" + key + "'");
+    }
+    if (!m.contains("role") || !m["role"].is_string()) return InvalidArgument(at + ".role must be a string");
+    if (!m.contains("content") || !m["content"].is_string()) return InvalidArgument(at + ".content must be a string");
+    list.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+  }
+  return list;
 }
 
 }  // namespace g4

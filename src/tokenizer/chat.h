@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "base/status.h"
 #include "tokenizer/tokenizer.h"
 
@@ -25,5 +27,10 @@ Result<ChatFormat> DetectChatFormat(const Tokenizer& tok);
 // optional system message must alternate user / assistant, starting with user.
 Result<std::string> RenderChat(const Tokenizer& tok, const std::vector<ChatMessage>& messages,
                                bool add_generation_prompt);
+
+// Messages given as JSON, [{"role": ..., "content": ..., "name": ...}, ...] (name optional and
+// unused): a non-empty list of objects with string role and content and no other fields. Errors
+// name `where` and the message's index ("<where>[2].content must be a string").
+Result<std::vector<ChatMessage>> ParseChatMessages(const nlohmann::json& messages, const std::string& where);
 
 }  // namespace g4

@@ -213,20 +213,7 @@ Result<std::vector<int32_t>> Prompt(const Runtime& rt, const json& request) {
     return prompt;
   }
   if (!rt.tokenizer) return g4::FailedPrecondition("request: messages need tokenizer.json beside the target");
-  const json& messages = request["messages"];
-  if (!messages.is_array() || messages.empty()) return g4::InvalidArgument("request: 'messages' must be a non-empty list");
-  std::vector<g4::ChatMessage> list;
-  for (size_t i = 0; i < messages.size(); ++i) {
-    const json& m = messages[i];
-    const std::string at = "request: messages[" + std::to_string(i) + "]";
-    if (!m.is_object()) return g4::InvalidArgument(at + " must be an object");
-    for (const auto& [key, value] : m.items()) {
-      if (key != "role" && key != "content" && key != "name") return g4::InvalidArgument(at + ": unknown field '" + key + "'");
-    }
-    if (!m.contains("role") || !m["role"].is_string()) return g4::InvalidArgument(at + ".role must be a string");
-    if (!m.contains("content") || !m["content"].is_string()) return g4::InvalidArgument(at + ".content must be a string");
-    list.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
-  }
+  G4_ASSIGN_OR_RETURN(std::vector<g4::ChatMessage> list, g4::ParseChatMessages(request["messages"], "request: messages"));
   G4_ASSIGN_OR_RETURN(std::string text, g4::RenderChat(*rt.tokenizer, list, true));
   return rt.tokenizer->Encode(text);
 }

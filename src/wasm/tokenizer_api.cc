@@ -58,20 +58,16 @@ G4_EXPORT(g4_tokenizer_decode) char* g4_tokenizer_decode(const g4::Tokenizer* t,
 G4_EXPORT(g4_tokenizer_chat) char* g4_tokenizer_chat(const g4::Tokenizer* t, const char* messages, uint32_t size,
                                                     int32_t add_generation_prompt, uint32_t* length) {
   nlohmann::json j = nlohmann::json::parse(messages, messages + size, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_array()) {
-    last_error = "chat: messages must be a JSON list";
+  if (j.is_discarded()) {
+    last_error = "chat: messages are not JSON";
     return nullptr;
   }
-  std::vector<g4::ChatMessage> list;
-  for (const auto& m : j) {
-    if (!m.is_object() || !m.contains("role") || !m.contains("content") || !m["role"].is_string() ||
-        !m["content"].is_string()) {
-      last_error = "chat: each message needs string role and content";
-      return nullptr;
-    }
-    list.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+  auto list = g4::ParseChatMessages(j, "chat: messages");
+  if (!list.ok()) {
+    last_error = list.status().message();
+    return nullptr;
   }
-  auto r = g4::RenderChat(*t, list, add_generation_prompt != 0);
+  auto r = g4::RenderChat(*t, *list, add_generation_prompt != 0);
   if (!r.ok()) {
     last_error = r.status().message();
     return nullptr;
