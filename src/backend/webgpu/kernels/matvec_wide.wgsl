@@ -1,7 +1,7 @@
-// matvec.wgsl for 16-bit weights (bf16, f16) in one binding, rows of a multiple of 8: each lane
-// loads 16-byte words (eight weights), four words in flight, so that a few hundred workgroups
-// keep enough bytes in flight to stream at the memory's rate. A team of 32 threads per output
-// feature, eight per workgroup. P: out, in, rows, out_features, in_features, eps, mul,
+// matvec.wgsl for 16-bit weights (bf16, f16) in one binding, rows of a multiple of 8, and an
+// input whose offset is a multiple of 4: each lane loads 16-byte words (eight weights, four words
+// in flight) and the matching inputs as two vec4s (the arena seen as vec4s). A team of 32 threads
+// per output feature, eight per workgroup. P: out, in, rows, out_features, in_features, eps, mul,
 // mul_stride. ROWS (1, 2, 4 or 8) is fixed when compiled; NORMED and GELU as in matvec.wgsl.
 const ROWS = VARIANTu;
 const NORMED = NORMEDv;
