@@ -642,6 +642,7 @@ class WebGpuBackend final : public Backend {
         src += WgslSource("team");
       }
     }
+    if (k == Kernel::kAttention || k == Kernel::kAttentionWide) src += WgslSource("attention_span");
     src += WgslSource(KernelFile(k));
     // Two 16-bit weights of a word, for the wide kernels.
     ReplaceAll(src, "PAIR16", d[0] == static_cast<int>(DType::kF16)

@@ -10,30 +10,14 @@ var<workgroup> sc: array<f32, 64>;
 var<workgroup> red: array<f32, 1024>;         // the scores' partial sums, 64 positions x 16 lanes
 var<workgroup> outs: array<vec4<f32>, 512>;   // the groups' outputs, 4 x 128
 
-// Where position p's key (or value) of kv head `kv` starts, in floats: the cache ring, or the new rows.
-fn kv_at(p: i32, kv: u32, cache: u32, fresh: u32) -> u32 {
-  let d = pu(9u); let kv_row = pu(8u) * d; let start = i32(pu(11u));
-  if (p < start) { return cache + u32(p % i32(pu(13u))) * kv_row + kv * d; }
-  return fresh + u32(p - start) * kv_row + kv * d;
-}
-
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
   let t = wg.x + wg.y * n.x;
-  let rows = pu(6u); let heads = pu(7u); let kvh = pu(8u); let d = pu(9u); let splits = pu(14u);
-  if (t >= rows * heads * splits) { return; }
-  let sp = t % splits; let rh = t / splits; let r = rh / heads; let h = rh % heads;
-  let window = i32(pu(10u) & 0x7fffffffu); let start = i32(pu(11u)); let cached = i32(pu(12u));
-  let pos = start + i32(r);
-  var hi = pos;
-  if ((pu(10u) >> 31u) != 0u) { hi = pos - 1; }
-  var lo = max(start - cached, 0);
-  if (window > 0) { lo = max(lo, hi - window + 1); }
-  let per = (max(hi - lo + 1, 0) + i32(splits) - 1) / i32(splits);
-  let slo = lo + i32(sp) * per;
-  let shi = min(hi, slo + per - 1);
-  let kv = h / (heads / kvh);
+  let d = pu(9u); let splits = pu(14u);
+  if (t >= pu(6u) * pu(7u) * splits) { return; }
+  let span = attention_span(t);
+  let rh = span.rh; let kv = span.kv; let slo = span.slo; let shi = span.shi;
   let d4 = d / 4u;
   let q = (pu(1u) + rh * d) / 4u;
   for (var i = lid.x; i < d4; i += 256u) { qs[i] = A[q + i]; }
