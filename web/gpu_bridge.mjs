@@ -23,13 +23,14 @@ export function createGpuImports(device, memory, pending) {
       { binding: 2, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'read-only-storage' } },
       { binding: 3, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'read-only-storage' } },
       { binding: 4, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'uniform', hasDynamicOffset: true, minBindingSize: 64 } },
+      { binding: 5, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'read-only-storage' } },
     ],
   });
   const pipelineLayout = device.createPipelineLayout({ bindGroupLayouts: [layout] });
   const dummy = device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE });
   const uniforms = device.createBuffer({ size: UNIFORM_SLOT * UNIFORM_SLOTS, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
   const uniformData = new Uint32Array(UNIFORM_SLOT * UNIFORM_SLOTS / 4);
-  const groups = new Map();  // groupKey(arena, w1, w2, w3) -> { group, ids }
+  const groups = new Map();  // groupKey(w1, w2, w3, w4) -> { group, ids } (of the current arena)
   // Every slot's dynamic offset, for setBindGroup's typed-array form (no array per dispatch).
   const slotOffsets = new Uint32Array(Math.max(UNIFORM_SLOTS, PROFILE_SLOTS)).map((_, i) => i * UNIFORM_SLOT);
   const names = [null];      // kernel id -> kernel name
@@ -79,22 +80,23 @@ export function createGpuImports(device, memory, pending) {
 
   const bytes = () => new Uint8Array(memory().buffer);
   // A number while the ids are below 2^13 (four of them fit a double exactly), else a string.
-  const groupKey = (a, w1, w2, w3) => ((a | w1 | w2 | w3) < 8192
-    ? ((a * 8192 + w1) * 8192 + w2) * 8192 + w3 : `${a},${w1},${w2},${w3}`);
-  const bindGroup = (a, w1, w2, w3) => {
-    const key = groupKey(a, w1, w2, w3);
+  const groupKey = (w1, w2, w3, w4) => ((w1 | w2 | w3 | w4) < 8192
+    ? ((w1 * 8192 + w2) * 8192 + w3) * 8192 + w4 : `${w1},${w2},${w3},${w4}`);
+  const bindGroup = (w1, w2, w3, w4) => {
+    const key = groupKey(w1, w2, w3, w4);
     const hit = groups.get(key);
     if (hit) return hit.group;
     const res = (id) => ({ buffer: id ? buffers[id] : dummy });
     const group = device.createBindGroup({
       layout,
       entries: [
-        { binding: 0, resource: { buffer: buffers[a] } },
+        { binding: 0, resource: { buffer: buffers[arena] } },
         { binding: 1, resource: res(w1) }, { binding: 2, resource: res(w2) }, { binding: 3, resource: res(w3) },
         { binding: 4, resource: { buffer: uniforms, size: 64 } },
+        { binding: 5, resource: res(w4) },
       ],
     });
-    groups.set(key, { group, ids: [a, w1, w2, w3] });
+    groups.set(key, { group, ids: [arena, w1, w2, w3, w4] });
     return group;
   };
 
@@ -122,7 +124,10 @@ export function createGpuImports(device, memory, pending) {
         allocChecks.push(device.popErrorScope().then((e) => {
           if (e) error ??= new Error(`out of GPU memory allocating ${size} bytes: ${e.message}`);
         }));
-        if (kind === 0) arena = buffers.length - 1;
+        if (kind === 0) {
+          arena = buffers.length - 1;
+          groups.clear();  // every cached group binds the arena
+        }
         return buffers.length - 1;
       } catch (e) {
         error = e;
@@ -164,10 +169,10 @@ export function createGpuImports(device, memory, pending) {
         let slot = 0, last = 0;
         while (at < words.length && slot < perSubmit) {
           // Plain indexing and loops: this runs a few hundred times per token.
-          const kernel = words[at], w1 = words[at + 1], w2 = words[at + 2], w3 = words[at + 3];
-          const gx = words[at + 4], gy = words[at + 5], n = words[at + 6];
+          const kernel = words[at], w1 = words[at + 1], w2 = words[at + 2], w3 = words[at + 3], w4 = words[at + 4];
+          const gx = words[at + 5], gy = words[at + 6], n = words[at + 7];
           const u = slot * 64;
-          for (let i = 0; i < 16; i++) uniformData[u + i] = i < n ? words[at + 7 + i] : 0;
+          for (let i = 0; i < 16; i++) uniformData[u + i] = i < n ? words[at + 8 + i] : 0;
           if (timed) {
             pass = encoder.beginComputePass({
               timestampWrites: { querySet: querySet(), beginningOfPassWriteIndex: 2 * slot,
@@ -178,10 +183,10 @@ export function createGpuImports(device, memory, pending) {
           }
           if (kernel !== last) pass.setPipeline(kernels[kernel]);
           last = kernel;
-          pass.setBindGroup(0, bindGroup(arena, w1, w2, w3), slotOffsets, slot, 1);
+          pass.setBindGroup(0, bindGroup(w1, w2, w3, w4), slotOffsets, slot, 1);
           pass.dispatchWorkgroups(gx, gy);
           if (timed) pass.end();
-          at += 7 + n;
+          at += 8 + n;
           slot++;
         }
         if (!timed) pass.end();

@@ -11,13 +11,21 @@ void Backend::AddRmsNorm(F32 x, F32 in, const Weight& weight, int rows, int dim,
   if (scale != 1.0f) Scale(x, count, scale);
 }
 
-void Backend::NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w, int rows) {
+void Backend::AddRmsNormTo(const ResidualAdd& add, int rows, int dim) {
+  Copy(add.x_out, add.x_in, static_cast<size_t>(rows) * dim);
+  AddRmsNorm(add.x_out, add.delta, add.norm, rows, dim, add.eps, add.scale);
+}
+
+void Backend::NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w, int rows,
+                         const ResidualAdd& pre) {
+  if (pre.present()) AddRmsNormTo(pre, rows, static_cast<int>(w.cols));
   RmsNorm(normed_scratch, in, norm, rows, static_cast<int>(w.cols), eps);
   MatMul(out, normed_scratch, w, rows);
 }
 
 void Backend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, const Weight& norm, float eps,
-                     const Weight& gate, const Weight& up, int rows) {
+                     const Weight& gate, const Weight& up, int rows, const ResidualAdd& pre) {
+  if (pre.present()) AddRmsNormTo(pre, rows, static_cast<int>(gate.cols));
   RmsNorm(normed_scratch, in, norm, rows, static_cast<int>(gate.cols), eps);
   MatMul(out, normed_scratch, gate, rows);
   MatMul(up_scratch, normed_scratch, up, rows);
@@ -30,7 +38,9 @@ void Backend::NormRope(F32 x, int rows, int heads, const Weight& norm, float eps
   Rope(x, rows, heads, inv_freq, positions);
 }
 
-void Backend::MatMulGeluMul(F32 out, F32 in, const Weight& w, F32 mul, int rows, int mul_stride) {
+void Backend::MatMulGeluMul(F32 out, F32 in, const Weight& w, F32 mul, int rows, int mul_stride,
+                            const ResidualAdd& pre) {
+  if (pre.present()) AddRmsNormTo(pre, rows, static_cast<int>(w.cols));
   MatMul(out, in, w, rows);
   GeluMul(out, out, mul, rows, static_cast<int>(w.rows), mul_stride);
 }

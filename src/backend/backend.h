@@ -60,6 +60,18 @@ struct AttentionShape {
   bool past_only = false;
 };
 
+// A block's output joining the residual stream, put off until the op that reads the stream next,
+// which writes the sum as well as using it: x_out = (x_in + rmsnorm(delta) * norm) * scale
+// (rows, dim each). x_out is a buffer region apart from x_in and delta (kernels cannot update in
+// place what their other workgroups still read); delta may be overwritten.
+struct ResidualAdd {
+  F32 x_in, delta, x_out;
+  Weight norm;
+  float eps = 0.0f;
+  float scale = 1.0f;
+  bool present() const { return x_out.buffer != nullptr; }
+};
+
 struct MoeShape {
   int rows = 0;
   int hidden = 0;
@@ -68,8 +80,10 @@ struct MoeShape {
   int expert_width = 0;  // moe_intermediate_size
 };
 
-// The fused ops (AddRmsNorm, NormMatMul, GateUp, NormRope, MatMulGeluMul, QkvNorms) default to the ops they fuse
-// (backend.cc); a backend overrides them where one kernel does better.
+// The fused ops (AddRmsNorm, AddRmsNormTo, NormMatMul, GateUp, NormRope, MatMulGeluMul, QkvNorms)
+// default to the ops they fuse (backend.cc); a backend overrides them where one kernel does
+// better. NormMatMul, GateUp and MatMulGeluMul take an optional `pre`: a ResidualAdd to make
+// first, whose x_out is then their input `in`.
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -97,17 +111,19 @@ class Backend {
   // x[r, :] = (x[r, :] + rmsnorm(in[r, :]) * weight) * scale        (rows, dim): a block's output
   // joining the residual stream; `in` may be overwritten
   virtual void AddRmsNorm(F32 x, F32 in, const Weight& weight, int rows, int dim, float eps, float scale);
+  // add.x_out = (add.x_in + rmsnorm(add.delta) * add.norm) * add.scale     (rows, dim)
+  virtual void AddRmsNormTo(const ResidualAdd& add, int rows, int dim);
   // out[r, o] = sum_i in[r, i] * w[o, i]                             in: (rows, w.cols), out: (rows, w.rows)
   virtual void MatMul(F32 out, F32 in, const Weight& w, int rows) = 0;
   // out[r, :] = w . (rmsnorm(in[r, :]) * norm): a projection of a normed input   in: (rows, w.cols);
   // normed_scratch: (rows, w.cols), which the op may overwrite
   virtual void NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w,
-                          int rows);
+                          int rows, const ResidualAdd& pre = {});
   // out[r, o] = gelu_tanh(h[r] . gate[o]) * (h[r] . up[o]) with h = rmsnorm(in) * norm
   // in: (rows, gate.cols), out: (rows, gate.rows); the op may overwrite up_scratch (rows, up.rows)
   // and normed_scratch (rows, gate.cols)
   virtual void GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, const Weight& norm, float eps,
-                      const Weight& gate, const Weight& up, int rows);
+                      const Weight& gate, const Weight& up, int rows, const ResidualAdd& pre = {});
   // Rotate-half RoPE on x: (rows, heads, inv_freq.size() * 2), row r at positions[r].
   virtual void Rope(F32 x, int rows, int heads, std::span<const float> inv_freq,
                     std::span<const int64_t> positions) = 0;
@@ -126,7 +142,8 @@ class Backend {
   virtual void GeluMul(F32 out, F32 gate, F32 up, int rows, int cols, int up_stride) = 0;
   // out[r, o] = gelu_tanh(in[r] . w[o]) * mul[r * mul_stride + o]: MatMul then GeluMul (the
   // per-layer embedding's gate)                  in: (rows, w.cols), out: (rows, w.rows)
-  virtual void MatMulGeluMul(F32 out, F32 in, const Weight& w, F32 mul, int rows, int mul_stride);
+  virtual void MatMulGeluMul(F32 out, F32 in, const Weight& w, F32 mul, int rows, int mul_stride,
+                             const ResidualAdd& pre = {});
   // Attention's norms of a layer with its own keys and values: q and k as NormRope with q_norm
   // and k_norm, v as RmsNorm without a weight, each per head.
   // q: (rows, heads, hd), k, v: (rows, kv_heads, hd), hd = inv_freq.size() * 2

@@ -10,7 +10,7 @@
 namespace g4 {
 namespace {
 
-enum Slot { kIn2, kX, kH, kO, kF, kQ, kAttn, kGate, kUp, kLogits, kSelected, kTopCentroids, kRowIds, kNumSlots };
+enum Slot { kIn2, kX, kH, kO, kF, kQ, kAttn, kGate, kUp, kLogits, kSelected, kTopCentroids, kRowIds, kX2, kNumSlots };
 
 }  // namespace
 
@@ -124,7 +124,8 @@ Status Assistant::AllocateScratch() {
                                    static_cast<size_t>(std::max(c.vocab, config_.num_centroids)),
                                    static_cast<size_t>(std::max(1, config_.centroid_top_k * per)),
                                    static_cast<size_t>(std::max(1, config_.centroid_top_k)),
-                                   static_cast<size_t>(std::max(1, config_.centroid_top_k * per))};
+                                   static_cast<size_t>(std::max(1, config_.centroid_top_k * per)),
+                                   static_cast<size_t>(c.hidden)};
   for (size_t s : sizes) {
     G4_ASSIGN_OR_RETURN(auto b, backend_.Allocate(s * sizeof(float)));
     scratch_.push_back(std::move(b));
@@ -184,7 +185,8 @@ Status Assistant::Trunk(F32 state_in, int64_t position, const KvCache& cache) {
   be.Copy(in2.At(hb), state_in, hb);
   be.MatMul(S(kX), in2, pre_projection_, 1);
 
-  const LayerBuffers bufs{S(kX), S(kH), S(kO), S(kF), S(kQ), S(kAttn), S(kGate), S(kUp), F32{}, F32{}, F32{}};
+  const LayerBuffers bufs{S(kH), S(kO), S(kF), S(kQ), S(kAttn), S(kGate), S(kUp), F32{}, F32{}, F32{}};
+  Residual res{S(kX), S(kX2), {}};
   const int64_t positions[1] = {position};
   for (int i = 0; i < c.num_layers; ++i) {
     const LayerConfig& l = c.layers[i];
@@ -199,9 +201,10 @@ Status Assistant::Trunk(F32 state_in, int64_t position, const KvCache& cache) {
     if (std::min<int64_t>(position, kv.window ? kv.window : position) > kv.cached) {
       return FailedPrecondition("draft: the target's cache keeps too few positions for the assistant");
     }
-    RunLayer(be, c, i, weights_.layers[i], weights_.layer_scalars[i], bufs, 1, positions, kv);
+    RunLayer(be, c, i, weights_.layers[i], weights_.layer_scalars[i], bufs, res, 1, positions, kv);
   }
-  be.RmsNorm(y, S(kX), weights_.final_norm, 1, c.hidden, c.rms_eps);
+  Settle(be, res, 1, c.hidden);
+  be.RmsNorm(y, res.x, weights_.final_norm, 1, c.hidden, c.rms_eps);
 
   return Status::Ok();
 }

@@ -13,7 +13,6 @@ namespace g4 {
 
 // Work buffers of a pass over `rows` rows.
 struct LayerBuffers {
-  F32 x;         // (rows, hidden) residual stream, updated in place
   F32 h;         // (rows, hidden)
   F32 o;         // (rows, hidden)
   F32 f;         // (rows, hidden)
@@ -25,6 +24,22 @@ struct LayerBuffers {
   F32 ple_gate;  // (rows, ple_dim)
   F32 route;     // (rows, 2 * top_k) expert indices, then weights
 };
+
+// The residual stream, in two buffers: a block's output joins it in the op that reads the stream
+// next (ResidualAdd), which writes the sum to the other buffer.
+struct Residual {
+  F32 x;                // (rows, hidden) where the stream is, once `pending` is made
+  F32 spare;            // (rows, hidden) the other buffer
+  ResidualAdd pending;  // the join not made yet (none when !pending.present())
+};
+
+// Puts off x = (x + rmsnorm(delta) * norm) * scale until the next reader of r.x (making any
+// join still pending first).
+void Join(Backend& be, Residual& r, F32 delta, const Weight& norm, float eps, float scale, int rows, int dim);
+// The pending join, for an op to make; none is pending afterwards.
+ResidualAdd TakePending(Residual& r);
+// Makes the pending join, if any: r.x holds the stream afterwards.
+void Settle(Backend& be, Residual& r, int rows, int dim);
 
 // What a layer's attention reads and writes.
 struct LayerKv {
@@ -38,7 +53,9 @@ struct LayerKv {
   bool past_only = false;  // queries see only earlier positions (assistant drafting)
 };
 
+// Layer i over the residual `res`; the layer's last join is left pending for the next reader.
 void RunLayer(Backend& be, const ModelConfig& c, int i, const LayerWeights& lw, float layer_scalar,
-              const LayerBuffers& b, int rows, std::span<const int64_t> positions, const LayerKv& kv);
+              const LayerBuffers& b, Residual& res, int rows, std::span<const int64_t> positions,
+              const LayerKv& kv);
 
 }  // namespace g4

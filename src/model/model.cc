@@ -24,6 +24,7 @@ enum ScratchSlot {
   kRoute,    // (rows, 2 * top_k) expert indices then weights
   kLogits,   // (min(rows, kLogitRows), vocab); more rows of logits get a buffer of their own
   kIds,      // (max(rows, 2 x kMaxTopKValues)) argmax token ids, or the top-k ids and logits
+  kX2,       // (rows, hidden) the residual stream's second buffer
   kNumSlots
 };
 
@@ -105,7 +106,7 @@ std::vector<size_t> Model::ScratchFloats(const ModelConfig& c, int rows) {
   return {n * c.hidden, n * c.hidden, n * c.hidden, n * c.hidden, n * max_q, n * max_q, n * max_inter, n * max_inter,
           std::max<size_t>(1, n * pl), std::max<size_t>(1, n * pl), std::max<size_t>(1, n * c.ple_dim),
           std::max<size_t>(1, n * 2 * c.top_k_experts), std::min<size_t>(n, kLogitRows) * c.vocab,
-          std::max<size_t>(n, 2 * Backend::kMaxTopKValues)};
+          std::max<size_t>(n, 2 * Backend::kMaxTopKValues), n * c.hidden};
 }
 
 Model::MemoryEstimate Model::EstimateMemory(int64_t positions) const {
@@ -270,7 +271,8 @@ Status Model::Run(std::span<const int32_t> tokens, KvCache& cache, F32 device_id
     be.Scale(ple, n * pl, static_cast<float>(std::pow(2.0, -0.5)));
   }
 
-  const LayerBuffers bufs{x, h, o, f, q, attn, gate, up, ple, ple_gate, route};
+  const LayerBuffers bufs{h, o, f, q, attn, gate, up, ple, ple_gate, route};
+  Residual res{x, Scratch(kX2), {}};
   for (int i = 0; i < c.num_layers; ++i) {
     const LayerConfig& l = c.layers[i];
     const int src = l.kv_source;
@@ -283,7 +285,7 @@ Status Model::Run(std::span<const int32_t> tokens, KvCache& cache, F32 device_id
     kv.cached = std::min(start, cl.capacity);
     kv.capacity = cl.capacity;
     kv.window = l.window;
-    RunLayer(be, c, i, w.layers[i], w.layer_scalars[i], bufs, n, positions, kv);
+    RunLayer(be, c, i, w.layers[i], w.layer_scalars[i], bufs, res, n, positions, kv);
   }
 
   // Commit the new positions' K/V.
@@ -295,7 +297,8 @@ Status Model::Run(std::span<const int32_t> tokens, KvCache& cache, F32 device_id
   }
   cache.length_ = start + n;
 
-  be.RmsNorm(h, x, w.final_norm, n, H, c.rms_eps);
+  Settle(be, res, n, H);
+  be.RmsNorm(h, res.x, w.final_norm, n, H, c.rms_eps);
   return Status::Ok();
 }
 

@@ -268,6 +268,43 @@ void RunAll(Backend& gpu, Backend& cpu) {
         s.be->NormMatMul(y, h, x, norm, 1e-6f, w, rows);
         return s.Read(y, rows * outs);
       });
+      // The same with a pending residual join made on the way in (fused in the wide kernels,
+      // apart elsewhere): the products and the joined residual.
+      if (dt == DType::kF32 || rows == 5 || rows == 2) continue;
+      auto joined = [&](Side& s, const std::function<void(Side&, F32 in, const ResidualAdd&)>& op, F32 y, int outs) {
+        F32 x = s.Floats(Random(rows * ins, 3.0f)), delta = s.Floats(Random(rows * ins, 2.0f)),
+            x_out = s.Floats(std::vector<float>(rows * ins));
+        const ResidualAdd pre{x, delta, x_out, s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16), 1e-6f, 0.8f};
+        op(s, x_out, pre);
+        auto a = s.Read(y, rows * outs), b = s.Read(x_out, rows * ins);
+        a.insert(a.end(), b.begin(), b.end());
+        return a;
+      };
+      Case("gate_up_joined_" + shape, gpu, cpu, 1e-10, [&](Side& s) {
+        const int outs = 48;
+        Weight g = make(s, outs), u = make(s, outs), norm = s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16);
+        F32 y = s.Floats(std::vector<float>(rows * outs)), up = s.Floats(std::vector<float>(rows * outs)),
+            h = s.Floats(std::vector<float>(rows * ins));
+        return joined(s, [&](Side& s, F32 in, const ResidualAdd& pre) {
+          s.be->GateUp(y, up, h, in, norm, 1e-6f, g, u, rows, pre);
+        }, y, outs);
+      });
+      Case("norm_matmul_joined_" + shape, gpu, cpu, 1e-10, [&](Side& s) {
+        const int outs = 24;
+        Weight w = make(s, outs), norm = s.MakeWeight(Random(ins), 1, 1, ins, DType::kF16);
+        F32 y = s.Floats(std::vector<float>(rows * outs)), h = s.Floats(std::vector<float>(rows * ins));
+        return joined(s, [&](Side& s, F32 in, const ResidualAdd& pre) {
+          s.be->NormMatMul(y, h, in, norm, 1e-6f, w, rows, pre);
+        }, y, outs);
+      });
+      Case("matmul_gelu_mul_joined_" + shape, gpu, cpu, 1e-10, [&](Side& s) {
+        const int outs = 16;
+        Weight w = make(s, outs);
+        F32 y = s.Floats(std::vector<float>(rows * outs)), mul = s.Floats(Random(rows * outs));
+        return joined(s, [&](Side& s, F32 in, const ResidualAdd& pre) {
+          s.be->MatMulGeluMul(y, in, w, mul, rows, outs, pre);
+        }, y, outs);
+      });
     }
   }
   // The per-layer embedding's gate: a product through gelu times a strided second input.
@@ -325,6 +362,13 @@ void RunAll(Backend& gpu, Backend& cpu) {
       return s.Read(x, 6 * 77);
     });
   }
+  Case("add_rms_norm_to", gpu, cpu, 1e-11, [&](Side& s) {
+    F32 x = s.Floats(Random(6 * 77)), y = s.Floats(Random(6 * 77, 3.0f)), out = s.Floats(std::vector<float>(6 * 77));
+    s.be->AddRmsNormTo(ResidualAdd{x, y, out, s.MakeWeight(Random(77), 1, 1, 77, DType::kBF16), 1e-6f, 1.3f}, 6, 77);
+    auto a = s.Read(out, 6 * 77), b = s.Read(x, 6 * 77);  // x_in stays as it was
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  });
   for (bool weighted : {true, false}) {
     Case(std::string("rms_norm") + (weighted ? "" : "_no_weight"), gpu, cpu, 1e-11, [&](Side& s) {
       Weight w = weighted ? s.MakeWeight(Random(77), 1, 1, 77, DType::kBF16) : Weight{};

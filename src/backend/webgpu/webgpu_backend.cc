@@ -357,18 +357,26 @@ class WebGpuBackend final : public Backend {
     Dispatch(Kernel::kRmsNorm, {&weight}, rows,
              {At(x), At(in), U(rows), U(dim), Fl(eps), U(weight.present()), 1, Fl(scale)});
   }
+  void AddRmsNormTo(const ResidualAdd& a, int rows, int dim) override {
+    Dispatch(Kernel::kRmsNorm, {&a.norm}, rows,
+             {At(a.x_out), At(a.delta), U(rows), U(dim), Fl(a.eps), U(a.norm.present()), 2, Fl(a.scale), At(a.x_in)});
+  }
   void GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& gate,
-              const Weight& up, int rows) override {
+              const Weight& up, int rows, const ResidualAdd& pre) override {
     if (rows > 8 || !norm.present() || Bindings(gate) > 1 || Bindings(up) > 1 || gate.rows != up.rows ||
         gate.cols != up.cols) {
-      Backend::GateUp(out, up_scratch, normed_scratch, in, norm, eps, gate, up, rows);
+      Backend::GateUp(out, up_scratch, normed_scratch, in, norm, eps, gate, up, rows, pre);
       return;
     }
     // Decode and verification: the norm, both rows of each output feature and their product in
-    // one dispatch.
+    // one dispatch; the wide kernel makes a pending residual join on the way in.
     const Kernel k = Wide(gate, in) && Wide(up) && gate.dtype == up.dtype ? Kernel::kGateUpWide : Kernel::kGateUp;
-    Dispatch(k, {&gate, &up, &norm}, (gate.rows + 7) / 8,
-             {At(out), At(in), U(rows), U(gate.rows), U(gate.cols), Fl(eps)}, RowsVariant(rows));
+    const bool fused = k == Kernel::kGateUpWide && Fusable(pre);
+    if (pre.present() && !fused) AddRmsNormTo(pre, rows, static_cast<int>(gate.cols));
+    std::vector<uint32_t> p = {At(out), At(fused ? pre.x_in : in), U(rows), U(gate.rows), U(gate.cols), Fl(eps)};
+    if (fused) PreParams(pre, &p);
+    Dispatch(k, {&gate, &up, &norm, fused ? &pre.norm : &kNoWeight}, (gate.rows + 7) / 8, p,
+             RowsVariant(rows) | (fused ? kPre : 0));
   }
   void MatMul(F32 out, F32 in, const Weight& w, int rows) override {
     if (rows <= 8) {
@@ -378,13 +386,13 @@ class WebGpuBackend final : public Backend {
     const uint64_t tiles = static_cast<uint64_t>((rows + 63) / 64) * ((w.rows + 63) / 64);
     Dispatch(Kernel::kMatMul, {&w}, tiles, {At(out), At(in), U(rows), U(w.rows), U(w.cols)});
   }
-  void NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w,
-                  int rows) override {
+  void NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w, int rows,
+                  const ResidualAdd& pre) override {
     if (rows <= 8 && norm.present() && Bindings(w) == 1) {  // the norm folded into the product
-      MatVec(out, in, w, &norm, eps, rows);
+      MatVec(out, in, w, &norm, eps, rows, {}, 0, pre);
       return;
     }
-    Backend::NormMatMul(out, normed_scratch, in, norm, eps, w, rows);
+    Backend::NormMatMul(out, normed_scratch, in, norm, eps, w, rows, pre);
   }
   void NormRope(F32 x, int rows, int heads, const Weight& norm, float eps, std::span<const float> inv_freq,
                 std::span<const int64_t> positions) override {
@@ -402,12 +410,13 @@ class WebGpuBackend final : public Backend {
     Dispatch(Kernel::kQkvNorm, {&q_norm, &k_norm}, static_cast<uint64_t>(rows) * (heads + 2 * kv_heads),
              {At(q), At(k), At(v), U(rows), U(heads), U(kv_heads), U(inv_freq.size()), pp, fp, Fl(eps)});
   }
-  void MatMulGeluMul(F32 out, F32 in, const Weight& w, F32 mul, int rows, int mul_stride) override {
+  void MatMulGeluMul(F32 out, F32 in, const Weight& w, F32 mul, int rows, int mul_stride,
+                     const ResidualAdd& pre) override {
     if (rows > 8) {
-      Backend::MatMulGeluMul(out, in, w, mul, rows, mul_stride);
+      Backend::MatMulGeluMul(out, in, w, mul, rows, mul_stride, pre);
       return;
     }
-    MatVec(out, in, w, nullptr, 0.0f, rows, mul, mul_stride);
+    MatVec(out, in, w, nullptr, 0.0f, rows, mul, mul_stride, pre);
   }
   void Rope(F32 x, int rows, int heads, std::span<const float> inv_freq, std::span<const int64_t> positions) override {
     const auto [pp, fp] = RopeTables(inv_freq, positions);
@@ -529,20 +538,39 @@ class WebGpuBackend final : public Backend {
   static constexpr int kNormed = 16;  // variant bit: the input rms-normed with W2 on the way in
   static constexpr int kGelu = 32;    // variant bit: the product through gelu_tanh, times a second input
   static constexpr int kVecIn = 64;   // variant bit: the arena seen as vec4s, the input read four floats at a time
+  static inline const Weight kNoWeight{};
+  static constexpr int kPre = 128;    // variant bit: a residual join made on the way in (residual_add.wgsl)
+  // A pending join the wide kernels can make as they read their input: whole vec4s, one binding
+  // for its norm.
+  static bool Fusable(const ResidualAdd& pre) {
+    return pre.present() && pre.norm.present() && Bindings(pre.norm) == 1 && At(pre.x_in) % 4 == 0 &&
+           At(pre.delta) % 4 == 0 && At(pre.x_out) % 4 == 0;
+  }
+  // The join's parameters, P8 .. P11.
+  static void PreParams(const ResidualAdd& pre, std::vector<uint32_t>* p) {
+    p->resize(8, 0);
+    p->insert(p->end(), {At(pre.delta), At(pre.x_out), Fl(pre.eps), Fl(pre.scale)});
+  }
   // Up to 8 rows: a team per output feature, the weights read once for all rows; quantized
   // weights in one binding take whole words of values at a time. With a norm weight, the input
   // is rms-normed on the way in.
   // With a `mul` buffer (gelu_mul.buffer set), out = gelu_tanh(product) * mul[r * mul_stride + o].
+  // With a pending residual join `pre` (whose x_out is `in`), the wide kernel makes it on the way
+  // in (its norm bound as W3); other kernels have it made first.
   void MatVec(F32 out, F32 in, const Weight& w, const Weight* norm, float eps, int rows, F32 gelu_mul = {},
-              int mul_stride = 0) {
+              int mul_stride = 0, const ResidualAdd& pre = {}) {
     const Kernel k = Wide(w, in) ? Kernel::kMatVecWide
                      : IsQuantized(w.dtype) && Bindings(w) == 1 ? Kernel::kMatVecQ : Kernel::kMatVec;
-    std::vector<const Weight*> ws = {&w};
-    if (norm) ws.push_back(norm);
+    const bool fused = k == Kernel::kMatVecWide && Fusable(pre);
+    if (pre.present() && !fused) AddRmsNormTo(pre, rows, static_cast<int>(w.cols));
+    std::vector<const Weight*> ws = {&w, norm ? norm : &kNoWeight};
+    if (fused) ws.push_back(&pre.norm);
     const bool gelu = gelu_mul.buffer != nullptr;
-    Dispatch(k, ws, (w.rows + 7) / 8,
-             {At(out), At(in), U(rows), U(w.rows), U(w.cols), Fl(eps), gelu ? At(gelu_mul) : 0, U(mul_stride)},
-             RowsVariant(rows) | (norm ? kNormed : 0) | (gelu ? kGelu : 0) |
+    std::vector<uint32_t> p = {At(out), At(fused ? pre.x_in : in), U(rows), U(w.rows), U(w.cols), Fl(eps),
+                               gelu ? At(gelu_mul) : 0, U(mul_stride)};
+    if (fused) PreParams(pre, &p);
+    Dispatch(k, ws, (w.rows + 7) / 8, p,
+             RowsVariant(rows) | (norm ? kNormed : 0) | (gelu ? kGelu : 0) | (fused ? kPre : 0) |
                  (k == Kernel::kMatVecQ && At(in) % 4 == 0 ? kVecIn : 0));
   }
   void Elementwise(uint32_t op, size_t count, F32 out, F32 a, F32 b, float s) {
@@ -589,12 +617,12 @@ class WebGpuBackend final : public Backend {
   }
 
   uint32_t KernelId(Kernel k, const std::vector<const Weight*>& ws, bool split, int variant) {
-    int d[3] = {-1, -1, -1};
+    int d[4] = {-1, -1, -1, -1};
     for (size_t i = 0; i < ws.size(); ++i) {
       if (ws[i]->present()) d[i] = static_cast<int>(ws[i]->dtype);
     }
     if (split) d[1] = d[2] = d[0];  // the chunks of W1 share its dtype
-    const auto key = std::make_tuple(static_cast<int>(k) * 2 + split, d[0], d[1], d[2], variant);
+    const auto key = std::make_tuple(static_cast<int>(k) * 2 + split, d[0], d[1], d[2], d[3], variant);
     auto it = kernel_ids_.find(key);
     if (it != kernel_ids_.end()) return it->second;
     const uint32_t id = static_cast<uint32_t>(kernel_ids_.size() + 1);
@@ -605,7 +633,7 @@ class WebGpuBackend final : public Backend {
       return kernel_ids_[key] = id;
     }
     std::string src = WgslSource("prelude");
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < 4; ++i) {
       const std::string tag = "W" + std::to_string(i + 1) + "_LOAD";
       src.replace(src.find(tag), tag.size(), LoadSnippet(i + 1, d[i]));
       const std::string pair = "W" + std::to_string(i + 1) + "_PAIR";
@@ -643,6 +671,11 @@ class WebGpuBackend final : public Backend {
       }
     }
     if (k == Kernel::kAttention || k == Kernel::kAttentionWide) src += WgslSource("attention_span");
+    if (wide1) {
+      src += WgslSource("residual_add");
+      ReplaceAll(src, "PRE_LP", k == Kernel::kGateUpWide ? "lp4" : "lp3");
+      ReplaceAll(src, "PREv", (variant & kPre) ? "true" : "false");
+    }
     src += WgslSource(KernelFile(k));
     // Two 16-bit weights of a word, for the wide kernels.
     ReplaceAll(src, "PAIR16", d[0] == static_cast<int>(DType::kF16)
@@ -662,7 +695,9 @@ class WebGpuBackend final : public Backend {
   void Record(Kernel k, std::vector<const Weight*> ws, uint64_t count, std::vector<uint32_t> params) {
     Dispatch(k, ws, (count + 63) / 64, params);
   }
-  // One dispatch of `groups` workgroups.
+  // One dispatch of `groups` workgroups, recorded as: kernel id, four weight buffer ids (0: none;
+  // a split weight's chunks take the first three), workgroups x and y, the parameter count, the
+  // parameters.
   void Dispatch(Kernel k, const std::vector<const Weight*>& ws, uint64_t groups, const std::vector<uint32_t>& params,
                 int variant = 0) {
     if (groups == 0) return;
@@ -670,7 +705,8 @@ class WebGpuBackend final : public Backend {
       return i < ws.size() && ws[i]->present() ? static_cast<const WeightBuffer*>(ws[i]->buffer) : nullptr;
     };
     const bool split = wb(0) && wb(0)->chunks() > 1;
-    if ((wb(1) && wb(1)->chunks() > 1) || (wb(2) && wb(2)->chunks() > 1) || (split && (wb(1) || wb(2)))) {
+    if ((wb(1) && wb(1)->chunks() > 1) || (wb(2) && wb(2)->chunks() > 1) || (wb(3) && wb(3)->chunks() > 1) ||
+        (split && (wb(1) || wb(2)))) {
       // Only a kernel's single weight may span several bindings.
       if (error_.ok()) error_ = Unimplemented(std::string("webgpu: ") + KernelFile(k) + " with a weight larger than a binding");
       return;
@@ -680,8 +716,8 @@ class WebGpuBackend final : public Backend {
     const uint32_t gy = static_cast<uint32_t>((groups + gx - 1) / gx);
     cmds_.push_back(id);
     ++dispatches_;
-    for (size_t i = 0; i < 3; ++i) {
-      if (split) {
+    for (size_t i = 0; i < 4; ++i) {
+      if (split && i < 3) {
         cmds_.push_back(i < wb(0)->chunks() ? wb(0)->id(i) : 0);
       } else {
         cmds_.push_back(wb(i) ? wb(i)->id() : 0);
@@ -715,7 +751,7 @@ class WebGpuBackend final : public Backend {
   std::vector<uint32_t> cmds_;
   int pending_ = 0;
   std::vector<uint8_t> staging_;
-  std::map<std::tuple<int, int, int, int, int>, uint32_t> kernel_ids_;
+  std::map<std::tuple<int, int, int, int, int, int>, uint32_t> kernel_ids_;
   Status error_;  // an op that could not be recorded; reported by the next Download
   uint32_t subgroup_ = 0;  // the device's subgroup width when team reductions use it, else 0
   uint64_t dispatches_ = 0;

@@ -1,14 +1,16 @@
 // gate_up.wgsl for 16-bit gate (W1) and up (W2) matrices in one binding each, rows of a multiple
 // of 8, an input offset a multiple of 4: each lane loads 16-byte words (eight weights) of both,
 // two of each in flight, and the inputs as vec4s, as matvec_wide.wgsl does for one matrix. h = rmsnorm(in) * W3. P: out, in, rows, out_features,
-// in_features, eps. ROWS (1, 2, 4 or 8) is fixed when compiled.
+// in_features, eps. ROWS (1, 2, 4 or 8) is fixed when compiled; PRE (residual_add.wgsl, its norm in
+// W4) joins a residual into the input first.
 const ROWS = VARIANTu;
 
 fn pair16(v: u32) -> vec2<f32> { PAIR16 }
 
 // g[r] += gate word . h[r, 8q ..], u[r] likewise, sq[r] += the squares of in[r, 8q ..].
 fn oct_dot(g: ptr<function, array<f32, ROWS>>, u: ptr<function, array<f32, ROWS>>,
-           sq: ptr<function, array<f32, ROWS>>, gw: vec4<u32>, uw: vec4<u32>, q: u32, x: u32, rows: u32, ins: u32) {
+           sq: ptr<function, array<f32, ROWS>>, gw: vec4<u32>, uw: vec4<u32>, q: u32, x: u32, rows: u32, ins: u32,
+           wr: bool) {
   let ga = vec4<f32>(pair16(gw.x), pair16(gw.y)); let gb = vec4<f32>(pair16(gw.z), pair16(gw.w));
   let ua = vec4<f32>(pair16(uw.x), pair16(uw.y)); let ub = vec4<f32>(pair16(uw.z), pair16(uw.w));
   let na = vec4<f32>(lp3(4u * q), lp3(4u * q + 1u));
@@ -16,7 +18,8 @@ fn oct_dot(g: ptr<function, array<f32, ROWS>>, u: ptr<function, array<f32, ROWS>
   for (var r = 0u; r < ROWS; r++) {
     if (r < rows) {
       let xi = (x + r * ins) / 4u + 2u * q;  // the input in vec4s (its offset a multiple of 4)
-      let xa = A[xi]; let xb = A[xi + 1u];
+      var xa = A[xi]; var xb = A[xi + 1u];
+      if (PRE) { xa = pre_join(xa, r, 2u * q, ins, wr); xb = pre_join(xb, r, 2u * q + 1u, ins, wr); }
       (*sq)[r] += dot(xa, xa) + dot(xb, xb);
       let ha = xa * na; let hb = xb * nb;
       (*g)[r] += dot(ga, ha) + dot(gb, hb);
@@ -35,6 +38,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   var g: array<f32, ROWS>;
   var u: array<f32, ROWS>;
   var sq: array<f32, ROWS>;
+  if (PRE) { pre_begin(lid.x, rows, ins); }
+  let wr = o == 0u;  // the first team writes the joined input
   if (o < outs) {
     let octs = ins >> 3u;
     let base = o * octs;
@@ -42,10 +47,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (; q + 32u < octs; q += 64u) {
       let g0 = W1[base + q]; let g1 = W1[base + q + 32u];
       let u0 = W2[base + q]; let u1 = W2[base + q + 32u];
-      oct_dot(&g, &u, &sq, g0, u0, q, x, rows, ins);
-      oct_dot(&g, &u, &sq, g1, u1, q + 32u, x, rows, ins);
+      oct_dot(&g, &u, &sq, g0, u0, q, x, rows, ins, wr);
+      oct_dot(&g, &u, &sq, g1, u1, q + 32u, x, rows, ins, wr);
     }
-    for (; q < octs; q += 32u) { oct_dot(&g, &u, &sq, W1[base + q], W2[base + q], q, x, rows, ins); }
+    for (; q < octs; q += 32u) { oct_dot(&g, &u, &sq, W1[base + q], W2[base + q], q, x, rows, ins, wr); }
   }
   for (var r = 0u; r < ROWS; r++) {
     let s = team_sums(lid.x, lane, vec4<f32>(g[r], u[r], sq[r], 0.0));

@@ -2,7 +2,8 @@
 // input whose offset is a multiple of 4: each lane loads 16-byte words (eight weights, four words
 // in flight) and the matching inputs as two vec4s (the arena seen as vec4s). A team of 32 threads
 // per output feature, eight per workgroup. P: out, in, rows, out_features, in_features, eps, mul,
-// mul_stride. ROWS (1, 2, 4 or 8) is fixed when compiled; NORMED and GELU as in matvec.wgsl.
+// mul_stride. ROWS (1, 2, 4 or 8) is fixed when compiled; NORMED and GELU as in matvec.wgsl; PRE
+// (residual_add.wgsl, its norm in W3) joins a residual into the input first.
 const ROWS = VARIANTu;
 const NORMED = NORMEDv;
 const GELU = GELUv;
@@ -11,7 +12,7 @@ fn pair16(v: u32) -> vec2<f32> { PAIR16 }
 
 // acc[r] += the eight weights of word w . in[r, 8q ..] (normed: times the norm, squares into sq).
 fn oct_dot(acc: ptr<function, array<f32, ROWS>>, sq: ptr<function, array<f32, ROWS>>, w: vec4<u32>, q: u32,
-           x: u32, rows: u32, ins: u32) {
+           x: u32, rows: u32, ins: u32, wr: bool) {
   let wa = vec4<f32>(pair16(w.x), pair16(w.y));
   let wb = vec4<f32>(pair16(w.z), pair16(w.w));
   var na = vec4<f32>(1.0); var nb = vec4<f32>(1.0);
@@ -22,7 +23,8 @@ fn oct_dot(acc: ptr<function, array<f32, ROWS>>, sq: ptr<function, array<f32, RO
   for (var r = 0u; r < ROWS; r++) {
     if (r < rows) {
       let xi = (x + r * ins) / 4u + 2u * q;  // the input in vec4s (its offset a multiple of 4)
-      let xa = A[xi]; let xb = A[xi + 1u];
+      var xa = A[xi]; var xb = A[xi + 1u];
+      if (PRE) { xa = pre_join(xa, r, 2u * q, ins, wr); xb = pre_join(xb, r, 2u * q + 1u, ins, wr); }
       if (NORMED) { (*sq)[r] += dot(xa, xa) + dot(xb, xb); }
       (*acc)[r] += dot(wa, xa * na) + dot(wb, xb * nb);
     }
@@ -38,6 +40,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   let x = pu(1u);
   var acc: array<f32, ROWS>;
   var sq: array<f32, ROWS>;
+  if (PRE) { pre_begin(lid.x, rows, ins); }
+  let wr = o == 0u;  // the first team writes the joined input
   if (o < outs) {
     let octs = ins >> 3u;
     let base = o * octs;
@@ -45,12 +49,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (; q + 96u < octs; q += 128u) {
       let w0 = W1[base + q]; let w1 = W1[base + q + 32u];
       let w2 = W1[base + q + 64u]; let w3 = W1[base + q + 96u];
-      oct_dot(&acc, &sq, w0, q, x, rows, ins);
-      oct_dot(&acc, &sq, w1, q + 32u, x, rows, ins);
-      oct_dot(&acc, &sq, w2, q + 64u, x, rows, ins);
-      oct_dot(&acc, &sq, w3, q + 96u, x, rows, ins);
+      oct_dot(&acc, &sq, w0, q, x, rows, ins, wr);
+      oct_dot(&acc, &sq, w1, q + 32u, x, rows, ins, wr);
+      oct_dot(&acc, &sq, w2, q + 64u, x, rows, ins, wr);
+      oct_dot(&acc, &sq, w3, q + 96u, x, rows, ins, wr);
     }
-    for (; q < octs; q += 32u) { oct_dot(&acc, &sq, W1[base + q], q, x, rows, ins); }
+    for (; q < octs; q += 32u) { oct_dot(&acc, &sq, W1[base + q], q, x, rows, ins, wr); }
   }
   for (var r = 0u; r < ROWS; r++) {
     let s = team_sums(lid.x, lane, vec4<f32>(acc[r], sq[r], 0.0, 0.0));

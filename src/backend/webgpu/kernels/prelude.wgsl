@@ -1,5 +1,5 @@
 // Shared by every kernel: the activation arena (all float32 activations and caches, with small
-// host inputs stored as u32 bit patterns), three read-only weight buffers and the parameters.
+// host inputs stored as u32 bit patterns), four read-only weight buffers and the parameters.
 // A weight binding is an array of 32-bit words, or of 16-byte words for kernels that read four
 // at a time (W1_TYPE, W2_TYPE: array<u32> or array<vec4<u32>>); wNword(k) is its word k either way.
 // The wide kernels see the arena as vec4s (A_TYPE), and read and write floats through af/afset.
@@ -8,10 +8,12 @@
 @group(0) @binding(2) var<storage, read> W2: W2_TYPE;
 @group(0) @binding(3) var<storage, read> W3: array<u32>;
 @group(0) @binding(4) var<uniform> P: array<vec4<u32>, 4>;
+@group(0) @binding(5) var<storage, read> W4: array<u32>;
 
 fn w1word(k: u32) -> u32 { W1_WORD }
 fn w2word(k: u32) -> u32 { W2_WORD }
 fn w3word(k: u32) -> u32 { return W3[k]; }
+fn w4word(k: u32) -> u32 { return W4[k]; }
 
 fn pu(i: u32) -> u32 { return P[i / 4u][i % 4u]; }
 fn pf(i: u32) -> f32 { return bitcast<f32>(pu(i)); }
@@ -25,10 +27,12 @@ fn a4(i: u32) -> vec4<f32> { A_VEC4 }
 fn ld1(i: u32) -> f32 { W1_LOAD }
 fn ld2(i: u32) -> f32 { W2_LOAD }
 fn ld3(i: u32) -> f32 { W3_LOAD }
+fn ld4(i: u32) -> f32 { W4_LOAD }
 // Elements 2j and 2j + 1 of each weight binding, from one 32-bit word for 16-bit types.
 fn lp1(j: u32) -> vec2<f32> { W1_PAIR }
 fn lp2(j: u32) -> vec2<f32> { W2_PAIR }
 fn lp3(j: u32) -> vec2<f32> { W3_PAIR }
+fn lp4(j: u32) -> vec2<f32> { W4_PAIR }
 // The weights a kernel reads. A tensor larger than one binding may be split in up to three
 // chunks of pu(15u) elements bound as W1, W2, W3, read through w1 (then w2 and w3 are unused).
 fn w1(i: u32) -> f32 { W1_READ }

@@ -1,5 +1,6 @@
 // out[r, :] = in[r, :] * (mean(in[r]^2) + eps)^-0.5 * w.   P: out, in, rows, dim, eps, has_weight,
-// add, scale. With add = 1 the result joins a residual instead: out[r, :] = (out[r, :] + that) * scale.
+// add, scale, residual. With add = 1 the result joins a residual instead: out[r, :] = (out[r, :] +
+// that) * scale; with add = 2, the residual at P8: out[r, :] = (residual[r, :] + that) * scale.
 // One workgroup of 256 per row.
 var<workgroup> partial: array<f32, 256>;
 @compute @workgroup_size(256)
@@ -19,13 +20,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   }
   let inv = 1.0 / sqrt(partial[0] / f32(dim) + pf(4u));
   let weighted = pu(5u) != 0u;
-  let add = pu(6u) != 0u;
+  let add = pu(6u);
+  let res = select(dst, pu(8u) + r * dim, add == 2u);
   for (var i = lid.x; i < dim; i += 256u) {
     var w = 1.0;
     if (weighted) { w = w1(i); }
     let y = A[src + i] * inv * w;
-    if (add) {
-      A[dst + i] = (A[dst + i] + y) * pf(7u);
+    if (add != 0u) {
+      A[dst + i] = (A[res + i] + y) * pf(7u);
     } else {
       A[dst + i] = y;
     }
