@@ -1,6 +1,7 @@
 // Every backend op on the WebGPU backend against the CPU reference, both inside the WebAssembly
 // module: random inputs of odd sizes, NMSE per op against a per-op bound. Prints one JSON line per
-// case and exits non-zero when any case fails. Run by tests/js/webgpu_ops.test.mjs.
+// case and exits non-zero when any case fails (an argument: only the cases whose names contain it).
+// Run by tests/js/webgpu_ops.test.mjs.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -68,6 +69,7 @@ struct Side {
 };
 
 int failures = 0;
+std::string only;  // run only the cases whose names contain this (the first argument), when set
 
 void Check(const std::string& name, const std::vector<float>& got, const std::vector<float>& want, double bound) {
   double num = 0, den = 0;
@@ -84,6 +86,7 @@ void Check(const std::string& name, const std::vector<float>& got, const std::ve
 // Runs `body` on both backends with the same random draws; compares what it returns.
 void Case(const std::string& name, Backend& gpu, Backend& cpu, double bound,
           const std::function<std::vector<float>(Side&)>& body) {
+  if (!only.empty() && name.find(only) == std::string::npos) return;
   const auto state = rng;
   Side g{&gpu, {}, {}}, c{&cpu, {}, {}};
   const auto got = body(g);
@@ -516,7 +519,8 @@ void RunAll(Backend& gpu, Backend& cpu) {
 }  // namespace
 }  // namespace g4
 
-extern "C" __attribute__((export_name("g4_main"))) int g4_main(int, char**) {
+extern "C" __attribute__((export_name("g4_main"))) int g4_main(int argc, char** argv) {
+  if (argc > 1) g4::only = argv[1];
   auto gpu = g4::MakeWebGpuBackend(64ull << 20);
   if (!gpu.ok()) {
     std::fprintf(stderr, "%s\n", gpu.status().message().c_str());

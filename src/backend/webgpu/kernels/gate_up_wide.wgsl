@@ -9,17 +9,23 @@ fn pair16(v: u32) -> vec2<f32> { PAIR16 }
 
 // g[r] += gate word . h[r, 8q ..], u[r] likewise, sq[r] += the squares of in[r, 8q ..].
 fn oct_dot(g: ptr<function, array<f32, ROWS>>, u: ptr<function, array<f32, ROWS>>,
-           sq: ptr<function, array<f32, ROWS>>, gw: vec4<u32>, uw: vec4<u32>, q: u32, x: u32, rows: u32, ins: u32,
-           wr: bool) {
+           sq: ptr<function, array<f32, ROWS>>, gw: vec4<u32>, uw: vec4<u32>, q: u32, x: u32, rows: u32, ins: u32) {
   let ga = vec4<f32>(pair16(gw.x), pair16(gw.y)); let gb = vec4<f32>(pair16(gw.z), pair16(gw.w));
   let ua = vec4<f32>(pair16(uw.x), pair16(uw.y)); let ub = vec4<f32>(pair16(uw.z), pair16(uw.w));
   let na = vec4<f32>(lp3(4u * q), lp3(4u * q + 1u));
   let nb = vec4<f32>(lp3(4u * q + 2u), lp3(4u * q + 3u));
+  var pw: mat2x4<f32>;
+  if (PRE) { pw = pre_w(q); }
   for (var r = 0u; r < ROWS; r++) {
     if (r < rows) {
       let xi = (x + r * ins) / 4u + 2u * q;  // the input in vec4s (its offset a multiple of 4)
-      var xa = A[xi]; var xb = A[xi + 1u];
-      if (PRE) { xa = pre_join(xa, r, 2u * q, ins, wr); xb = pre_join(xb, r, 2u * q + 1u, ins, wr); }
+      let xa = A[xi]; let xb = A[xi + 1u];
+      if (PRE) {
+        let t = pre_t(r, q, ins, pw);
+        let ta = t[0] * na; let tb = t[1] * nb;
+        pre_sums[r] += vec4<f32>(dot(ga, ta) + dot(gb, tb), dot(ua, ta) + dot(ub, tb), dot(xa, t[0]) + dot(xb, t[1]),
+                                 dot(t[0], t[0]) + dot(t[1], t[1]));
+      }
       (*sq)[r] += dot(xa, xa) + dot(xb, xb);
       let ha = xa * na; let hb = xb * nb;
       (*g)[r] += dot(ga, ha) + dot(gb, hb);
@@ -38,26 +44,37 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   var g: array<f32, ROWS>;
   var u: array<f32, ROWS>;
   var sq: array<f32, ROWS>;
-  if (PRE) { pre_begin(lid.x, rows, ins); }
-  let wr = o == 0u;  // the first team writes the joined input
   if (o < outs) {
     let octs = ins >> 3u;
     let base = o * octs;
     var q = lane;
-    for (; q + 32u < octs; q += 64u) {
+    // Several words in flight, except with PRE: its sums unrolled that way make shader compilers
+    // (lavapipe's LLVM) several times slower.
+    for (; !PRE && q + 32u < octs; q += 64u) {
       let g0 = W1[base + q]; let g1 = W1[base + q + 32u];
       let u0 = W2[base + q]; let u1 = W2[base + q + 32u];
-      oct_dot(&g, &u, &sq, g0, u0, q, x, rows, ins, wr);
-      oct_dot(&g, &u, &sq, g1, u1, q + 32u, x, rows, ins, wr);
+      oct_dot(&g, &u, &sq, g0, u0, q, x, rows, ins);
+      oct_dot(&g, &u, &sq, g1, u1, q + 32u, x, rows, ins);
     }
-    for (; q < octs; q += 32u) { oct_dot(&g, &u, &sq, W1[base + q], W2[base + q], q, x, rows, ins, wr); }
+    for (; q < octs; q += 32u) { oct_dot(&g, &u, &sq, W1[base + q], W2[base + q], q, x, rows, ins); }
   }
   for (var r = 0u; r < ROWS; r++) {
-    let s = team_sums(lid.x, lane, vec4<f32>(g[r], u[r], sq[r], 0.0));
+    let s = team_sums(lid.x, lane, vec4<f32>(g[r], u[r], sq[r], pre_dd[r]));
+    var p = vec4<f32>(0.0);
+    if (PRE) { p = team_sums(lid.x, lane, pre_sums[r]); }
     if (lane == 0u && o < outs && r < rows) {
-      let inv = 1.0 / sqrt(s.z / f32(ins) + pf(5u));
+      var gv = s.x; var uv = s.y; var ss = s.z;
+      if (PRE) {  // the join, from the sums apart (residual_add.wgsl)
+        let inv = pre_inv_of(s.w, ins); let sc = pf(11u);
+        gv = sc * (s.x + inv * p.x);
+        uv = sc * (s.y + inv * p.y);
+        ss = sc * sc * (s.z + 2.0 * inv * p.z + inv * inv * p.w);
+        if (o == 0u) { pre_inv[r] = inv; }
+      }
+      let inv = 1.0 / sqrt(ss / f32(ins) + pf(5u));
       let at = pu(0u) + r * outs + o;
-      A[at >> 2u][at & 3u] = gelu_tanh(s.x * inv) * (s.y * inv);
+      A[at >> 2u][at & 3u] = gelu_tanh(gv * inv) * (uv * inv);
     }
   }
+  if (PRE) { pre_write(lane, o == 0u, rows, ins, x); }
 }

@@ -12,7 +12,7 @@ fn pair16(v: u32) -> vec2<f32> { PAIR16 }
 
 // acc[r] += the eight weights of word w . in[r, 8q ..] (normed: times the norm, squares into sq).
 fn oct_dot(acc: ptr<function, array<f32, ROWS>>, sq: ptr<function, array<f32, ROWS>>, w: vec4<u32>, q: u32,
-           x: u32, rows: u32, ins: u32, wr: bool) {
+           x: u32, rows: u32, ins: u32) {
   let wa = vec4<f32>(pair16(w.x), pair16(w.y));
   let wb = vec4<f32>(pair16(w.z), pair16(w.w));
   var na = vec4<f32>(1.0); var nb = vec4<f32>(1.0);
@@ -20,11 +20,17 @@ fn oct_dot(acc: ptr<function, array<f32, ROWS>>, sq: ptr<function, array<f32, RO
     na = vec4<f32>(lp2(4u * q), lp2(4u * q + 1u));
     nb = vec4<f32>(lp2(4u * q + 2u), lp2(4u * q + 3u));
   }
+  var pw: mat2x4<f32>;
+  if (PRE) { pw = pre_w(q); }
   for (var r = 0u; r < ROWS; r++) {
     if (r < rows) {
       let xi = (x + r * ins) / 4u + 2u * q;  // the input in vec4s (its offset a multiple of 4)
-      var xa = A[xi]; var xb = A[xi + 1u];
-      if (PRE) { xa = pre_join(xa, r, 2u * q, ins, wr); xb = pre_join(xb, r, 2u * q + 1u, ins, wr); }
+      let xa = A[xi]; let xb = A[xi + 1u];
+      if (PRE) {
+        let t = pre_t(r, q, ins, pw);
+        pre_sums[r] += vec4<f32>(dot(wa, t[0] * na) + dot(wb, t[1] * nb), 0.0, dot(xa, t[0]) + dot(xb, t[1]),
+                                 dot(t[0], t[0]) + dot(t[1], t[1]));
+      }
       if (NORMED) { (*sq)[r] += dot(xa, xa) + dot(xb, xb); }
       (*acc)[r] += dot(wa, xa * na) + dot(wb, xb * nb);
     }
@@ -40,30 +46,40 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   let x = pu(1u);
   var acc: array<f32, ROWS>;
   var sq: array<f32, ROWS>;
-  if (PRE) { pre_begin(lid.x, rows, ins); }
-  let wr = o == 0u;  // the first team writes the joined input
   if (o < outs) {
     let octs = ins >> 3u;
     let base = o * octs;
     var q = lane;
-    for (; q + 96u < octs; q += 128u) {
+    // Several words in flight, except with PRE: its sums unrolled that way make shader compilers
+    // (lavapipe's LLVM) several times slower.
+    for (; !PRE && q + 96u < octs; q += 128u) {
       let w0 = W1[base + q]; let w1 = W1[base + q + 32u];
       let w2 = W1[base + q + 64u]; let w3 = W1[base + q + 96u];
-      oct_dot(&acc, &sq, w0, q, x, rows, ins, wr);
-      oct_dot(&acc, &sq, w1, q + 32u, x, rows, ins, wr);
-      oct_dot(&acc, &sq, w2, q + 64u, x, rows, ins, wr);
-      oct_dot(&acc, &sq, w3, q + 96u, x, rows, ins, wr);
+      oct_dot(&acc, &sq, w0, q, x, rows, ins);
+      oct_dot(&acc, &sq, w1, q + 32u, x, rows, ins);
+      oct_dot(&acc, &sq, w2, q + 64u, x, rows, ins);
+      oct_dot(&acc, &sq, w3, q + 96u, x, rows, ins);
     }
-    for (; q < octs; q += 32u) { oct_dot(&acc, &sq, W1[base + q], q, x, rows, ins, wr); }
+    for (; q < octs; q += 32u) { oct_dot(&acc, &sq, W1[base + q], q, x, rows, ins); }
   }
   for (var r = 0u; r < ROWS; r++) {
-    let s = team_sums(lid.x, lane, vec4<f32>(acc[r], sq[r], 0.0, 0.0));
+    let s = team_sums(lid.x, lane, vec4<f32>(acc[r], sq[r], pre_sums[r].x, pre_dd[r]));
+    var p = vec4<f32>(0.0);
+    if (PRE) { p = team_sums(lid.x, lane, pre_sums[r]); }
     if (lane == 0u && o < outs && r < rows) {
       var v = s.x;
-      if (NORMED) { v *= 1.0 / sqrt(s.y / f32(ins) + pf(5u)); }
+      var ss = s.y;
+      if (PRE) {  // the join, from the sums apart (residual_add.wgsl)
+        let inv = pre_inv_of(s.w, ins); let sc = pf(11u);
+        v = sc * (s.x + inv * s.z);
+        ss = sc * sc * (s.y + 2.0 * inv * p.z + inv * inv * p.w);
+        if (o == 0u) { pre_inv[r] = inv; }
+      }
+      if (NORMED) { v *= 1.0 / sqrt(ss / f32(ins) + pf(5u)); }
       if (GELU) { let m = pu(6u) + r * pu(7u) + o; v = gelu_tanh(v) * A[m >> 2u][m & 3u]; }
       let at = pu(0u) + r * outs + o;
       A[at >> 2u][at & 3u] = v;
     }
   }
+  if (PRE) { pre_write(lane, o == 0u, rows, ins, x); }
 }

@@ -1,35 +1,43 @@
 // A pending residual join made by a matrix-vector kernel as it reads its input (variant PRE):
-// in[r, :] = (x_in[r, :] + rmsnorm(delta[r, :]) * norm) * scale, every workgroup making it for
-// itself and the first team of workgroup 0 (which reads every element) writing it to x_out.
-// x_in is the kernel's input P1; P8: delta, P9: x_out, P10: eps, P11: scale; the norm is the weight binding PRE_LP reads.
+// in[r, :] = (x_in[r, :] + rmsnorm(delta[r, :]) * norm) * scale. With t = delta * norm and
+// inv = rms(delta)^-1, in = scale * (x_in + inv * t): the kernel sums its products with x_in and
+// with t apart (and x_in . t, t . t for the input's own norm) in the one pass over the weights,
+// and combines them once inv is known, so no workgroup waits for the delta's norm first. The
+// first team of workgroup 0 then writes the joined input to x_out. x_in is the kernel's input P1;
+// P8: delta, P9: x_out, P10: eps, P11: scale; the norm is the weight binding PRE_LP reads.
 // Offsets are multiples of 4 and the arena is seen as vec4s.
 const PRE = PREv;
-var<workgroup> pre_partial: array<f32, 256>;
-var<private> pre_inv: array<f32, 8>;
+var<private> pre_sums: array<vec4<f32>, 8>;  // per row: (first product . t, second product . t, x_in . t, t . t)
+var<private> pre_dd: array<f32, 8>;          // per row: delta . delta
+var<workgroup> pre_inv: array<f32, 8>;       // per row: inv, for the writing team
 
-// pre_inv[r] = 1 / rms(delta[r, :]) for r < rows. Called by the whole workgroup.
-fn pre_begin(tid: u32, rows: u32, dim: u32) {
-  for (var r = 0u; r < rows; r++) {
-    let d = (pu(8u) + r * dim) / 4u;
-    var s = 0.0;
-    for (var i = tid; i < dim / 4u; i += 256u) { let v = A[d + i]; s += dot(v, v); }
-    pre_partial[tid] = s;
-    workgroupBarrier();
-    for (var k = 128u; k > 0u; k >>= 1u) {
-      if (tid < k) { pre_partial[tid] += pre_partial[tid + k]; }
-      workgroupBarrier();
-    }
-    pre_inv[r] = 1.0 / sqrt(pre_partial[0] / f32(dim) + pf(10u));
-    workgroupBarrier();
-  }
+// The norm's elements 8q .. 8q + 7, as two vec4s.
+fn pre_w(q: u32) -> mat2x4<f32> {
+  return mat2x4<f32>(vec4<f32>(PRE_LP(4u * q), PRE_LP(4u * q + 1u)), vec4<f32>(PRE_LP(4u * q + 2u), PRE_LP(4u * q + 3u)));
 }
 
-// The joined input's vec4 v (elements 4v .. 4v + 3) of row r, from x_in's vec4 x; written to
-// x_out when `write`.
-fn pre_join(x: vec4<f32>, r: u32, v: u32, dim: u32, write: bool) -> vec4<f32> {
-  let d = A[(pu(8u) + r * dim) / 4u + v];
-  let w = vec4<f32>(PRE_LP(2u * v), PRE_LP(2u * v + 1u));
-  let y = (x + d * pre_inv[r] * w) * pf(11u);
-  if (write) { A[(pu(9u) + r * dim) / 4u + v] = y; }
-  return y;
+// t of row r, elements 8q .. 8q + 7, as two vec4s (w: pre_w(q)); sums delta^2 into pre_dd.
+fn pre_t(r: u32, q: u32, ins: u32, w: mat2x4<f32>) -> mat2x4<f32> {
+  let d = (pu(8u) + r * ins) / 4u + 2u * q;
+  let da = A[d]; let db = A[d + 1u];
+  pre_dd[r] += dot(da, da) + dot(db, db);
+  return mat2x4<f32>(da * w[0], db * w[1]);
+}
+
+// inv of a row from its summed delta . delta.
+fn pre_inv_of(dd: f32, ins: u32) -> f32 { return 1.0 / sqrt(dd / f32(ins) + pf(10u)); }
+
+// After every row's inv is in pre_inv: the first team writes x_out. Called by the whole workgroup.
+fn pre_write(lane: u32, wr: bool, rows: u32, ins: u32, x: u32) {
+  workgroupBarrier();
+  if (wr) {
+    for (var r = 0u; r < rows; r++) {
+      let inv = pre_inv[r];
+      for (var v = lane; v < ins / 4u; v += 32u) {
+        let d = A[(pu(8u) + r * ins) / 4u + v];
+        let w = vec4<f32>(PRE_LP(2u * v), PRE_LP(2u * v + 1u));
+        A[(pu(9u) + r * ins) / 4u + v] = (A[(x + r * ins) / 4u + v] + d * inv * w) * pf(11u);
+      }
+    }
+  }
 }
