@@ -371,7 +371,7 @@ class WebGpuBackend final : public Backend {
     // Decode and verification: the norm, both rows of each output feature and their product in
     // one dispatch; the wide kernel makes a pending residual join on the way in.
     const Kernel k = Wide(gate, in) && Wide(up) && gate.dtype == up.dtype ? Kernel::kGateUpWide : Kernel::kGateUp;
-    const bool fused = k == Kernel::kGateUpWide && Fusable(pre);
+    const bool fused = k == Kernel::kGateUpWide && Fusable(pre, rows);
     if (pre.present() && !fused) AddRmsNormTo(pre, rows, static_cast<int>(gate.cols));
     std::vector<uint32_t> p = {At(out), At(fused ? pre.x_in : in), U(rows), U(gate.rows), U(gate.cols), Fl(eps)};
     if (fused) PreParams(pre, &p);
@@ -540,10 +540,12 @@ class WebGpuBackend final : public Backend {
   static constexpr int kVecIn = 64;   // variant bit: the arena seen as vec4s, the input read four floats at a time
   static inline const Weight kNoWeight{};
   static constexpr int kPre = 128;    // variant bit: a residual join made on the way in (residual_add.wgsl)
-  // A pending join the wide kernels can make as they read their input: whole vec4s, one binding
-  // for its norm.
-  static bool Fusable(const ResidualAdd& pre) {
-    return pre.present() && pre.norm.present() && Bindings(pre.norm) == 1 && At(pre.x_in) % 4 == 0 &&
+  // A pending join the wide kernels make as they read their input: one row (decode, drafting),
+  // whole vec4s, one binding for its norm. With more rows (verification) the extra reads of
+  // every row's delta per output feature cost more than the dispatch they save (measured on the
+  // H200: a 3-token verification went from 1.5x to 1.85x a plain step).
+  static bool Fusable(const ResidualAdd& pre, int rows) {
+    return pre.present() && rows == 1 && pre.norm.present() && Bindings(pre.norm) == 1 && At(pre.x_in) % 4 == 0 &&
            At(pre.delta) % 4 == 0 && At(pre.x_out) % 4 == 0;
   }
   // The join's parameters, P8 .. P11.
@@ -561,7 +563,7 @@ class WebGpuBackend final : public Backend {
               int mul_stride = 0, const ResidualAdd& pre = {}) {
     const Kernel k = Wide(w, in) ? Kernel::kMatVecWide
                      : IsQuantized(w.dtype) && Bindings(w) == 1 ? Kernel::kMatVecQ : Kernel::kMatVec;
-    const bool fused = k == Kernel::kMatVecWide && Fusable(pre);
+    const bool fused = k == Kernel::kMatVecWide && Fusable(pre, rows);
     if (pre.present() && !fused) AddRmsNormTo(pre, rows, static_cast<int>(w.cols));
     std::vector<const Weight*> ws = {&w, norm ? norm : &kNoWeight};
     if (fused) ws.push_back(&pre.norm);

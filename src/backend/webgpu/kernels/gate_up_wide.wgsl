@@ -48,9 +48,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let octs = ins >> 3u;
     let base = o * octs;
     var q = lane;
-    // Several words in flight, except with PRE: its sums unrolled that way make shader compilers
-    // (lavapipe's LLVM) several times slower.
-    for (; !PRE && q + 32u < octs; q += 64u) {
+    for (; q + 32u < octs; q += 64u) {
       let g0 = W1[base + q]; let g1 = W1[base + q + 32u];
       let u0 = W2[base + q]; let u1 = W2[base + q + 32u];
       oct_dot(&g, &u, &sq, g0, u0, q, x, rows, ins);

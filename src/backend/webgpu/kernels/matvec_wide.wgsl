@@ -50,9 +50,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let octs = ins >> 3u;
     let base = o * octs;
     var q = lane;
-    // Several words in flight, except with PRE: its sums unrolled that way make shader compilers
-    // (lavapipe's LLVM) several times slower.
-    for (; !PRE && q + 96u < octs; q += 128u) {
+    for (; q + 96u < octs; q += 128u) {
       let w0 = W1[base + q]; let w1 = W1[base + q + 32u];
       let w2 = W1[base + q + 64u]; let w3 = W1[base + q + 96u];
       oct_dot(&acc, &sq, w0, q, x, rows, ins);
