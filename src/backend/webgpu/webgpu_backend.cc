@@ -557,13 +557,13 @@ class WebGpuBackend final : public Backend {
   // weights in one binding take whole words of values at a time. With a norm weight, the input
   // is rms-normed on the way in.
   // With a `mul` buffer (gelu_mul.buffer set), out = gelu_tanh(product) * mul[r * mul_stride + o].
-  // With a pending residual join `pre` (whose x_out is `in`), the wide kernel makes it on the way
-  // in (its norm bound as W3); other kernels have it made first.
+  // With a pending residual join `pre` (whose x_out is `in`), the wide and quantized kernels make
+  // it on the way in (its norm bound as W3); the others have it made first.
   void MatVec(F32 out, F32 in, const Weight& w, const Weight* norm, float eps, int rows, F32 gelu_mul = {},
               int mul_stride = 0, const ResidualAdd& pre = {}) {
     const Kernel k = Wide(w, in) ? Kernel::kMatVecWide
                      : IsQuantized(w.dtype) && Bindings(w) == 1 ? Kernel::kMatVecQ : Kernel::kMatVec;
-    const bool fused = k == Kernel::kMatVecWide && Fusable(pre, rows);
+    const bool fused = (k == Kernel::kMatVecWide || k == Kernel::kMatVecQ) && Fusable(pre, rows);
     if (pre.present() && !fused) AddRmsNormTo(pre, rows, static_cast<int>(w.cols));
     std::vector<const Weight*> ws = {&w, norm ? norm : &kNoWeight};
     if (fused) ws.push_back(&pre.norm);
@@ -673,7 +673,7 @@ class WebGpuBackend final : public Backend {
       }
     }
     if (k == Kernel::kAttention || k == Kernel::kAttentionWide) src += WgslSource("attention_span");
-    if (wide1) {
+    if (wide1 || k == Kernel::kMatVecQ) {
       src += WgslSource("residual_add");
       ReplaceAll(src, "PRE_LP", k == Kernel::kGateUpWide ? "lp4" : "lp3");
       ReplaceAll(src, "PREv", (variant & kPre) ? "true" : "false");

@@ -4,7 +4,8 @@
 // whole word of values at a time (four in flight) and applying its group's scale once.
 // P: out, in, rows, out_features, in_features, eps, mul, mul_stride (GELU as in matvec.wgsl). ROWS
 // (1, 2, 4 or 8) and BITS are fixed when compiled; NORMED as in matvec.wgsl (the input rms-normed
-// with the weight W2 on the way in).
+// with the weight W2 on the way in); PRE (with VEC_IN; residual_add.wgsl, its norm in W3) joins a
+// residual into the input first.
 const ROWS = VARIANTu;
 const NORMED = NORMEDv;
 const GELU = GELUv;
@@ -13,35 +14,55 @@ const BITS = QBITSu;
 const PER_WORD = 32u / BITS;
 const SB_WORDS = 1u + 64u / PER_WORD;
 
+// Values 4j .. 4j + 3 of a word as floats, without integer-to-float conversions: each value is
+// put in the low mantissa bits of 2^23 and the bias taken off (q4: value - 8; q8: the signed byte,
+// offset by 128 first).
+fn unpack_word(v: u32, j: u32) -> vec4<f32> {
+  let vv = vec4<u32>(v);
+  if (BITS == 4u) {
+    let sh = vec4<u32>(0u, 4u, 8u, 12u) + vec4<u32>(16u * j);
+    return bitcast<vec4<f32>>(((vv >> sh) & vec4<u32>(15u)) | vec4<u32>(0x4B000000u)) - vec4<f32>(8388616.0);
+  }
+  let b = ((vv >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(255u)) ^ vec4<u32>(128u);
+  return bitcast<vec4<f32>>(b | vec4<u32>(0x4B000000u)) - vec4<f32>(8388736.0);
+}
+
 // acc[r] += s * (the word's values . in[r, xi ..]) for each row (columns col ..; normed: the inputs
 // times the norm weight, their squares summed into sq).
 fn word_dot(acc: ptr<function, array<f32, ROWS>>, sq: ptr<function, array<f32, ROWS>>, v: u32, s: f32, xi: u32,
             col: u32, rows: u32, ins: u32) {
-  var q: array<f32, PER_WORD>;
-  for (var k = 0u; k < PER_WORD; k++) {
-    if (BITS == 8u) {
-      q[k] = f32(extractBits(bitcast<i32>(v), k * 8u, 8u));
-    } else {
-      q[k] = f32(extractBits(v, k * 4u, 4u)) - 8.0;
+  var q: array<vec4<f32>, PER_WORD / 4u>;
+  var nw: array<vec4<f32>, PER_WORD / 4u>;
+  var pw: array<vec4<f32>, PER_WORD / 4u>;
+  for (var j = 0u; j < PER_WORD / 4u; j++) {
+    q[j] = unpack_word(v, j);
+    nw[j] = vec4<f32>(1.0);
+    if (NORMED) {
+      let c = col + 4u * j;
+      nw[j] = vec4<f32>(ld2(c), ld2(c + 1u), ld2(c + 2u), ld2(c + 3u));
     }
+    if (PRE) { pw[j] = pre_w4(col / 4u + j); }
   }
   for (var r = 0u; r < ROWS; r++) {
     if (r < rows) {
       var d = 0.0;
-      for (var k = 0u; k < PER_WORD; k += 4u) {
-        let b = xi + r * ins + k;
+      for (var j = 0u; j < PER_WORD / 4u; j++) {
+        let b = xi + r * ins + 4u * j;
         var xv: vec4<f32>;
         if (VEC_IN) {
           xv = a4(b / 4u);
         } else {
           xv = vec4<f32>(af(b), af(b + 1u), af(b + 2u), af(b + 3u));
         }
-        let qv = vec4<f32>(q[k], q[k + 1u], q[k + 2u], q[k + 3u]);
+        if (PRE) {
+          let t = pre_t4(r, col / 4u + j, ins, pw[j]);
+          pre_sums[r] += vec4<f32>(dot(q[j], t * nw[j]) * s, 0.0, dot(xv, t), dot(t, t));
+        }
         if (NORMED) {
           (*sq)[r] += dot(xv, xv);
-          d += dot(qv, xv * vec4<f32>(ld2(col + k), ld2(col + k + 1u), ld2(col + k + 2u), ld2(col + k + 3u)));
+          d += dot(q[j], xv * nw[j]);
         } else {
-          d += dot(qv, xv);
+          d += dot(q[j], xv);
         }
       }
       (*acc)[r] += d * s;
@@ -84,12 +105,22 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
   }
   for (var r = 0u; r < ROWS; r++) {
-    let s = team_sums(lid.x, lane, vec4<f32>(acc[r], sq[r], 0.0, 0.0));
+    let s = team_sums(lid.x, lane, vec4<f32>(acc[r], sq[r], pre_sums[r].x, pre_dd[r]));
+    var p = vec4<f32>(0.0);
+    if (PRE) { p = team_sums(lid.x, lane, pre_sums[r]); }
     if (lane == 0u && o < outs && r < rows) {
       var v = s.x;
-      if (NORMED) { v *= 1.0 / sqrt(s.y / f32(ins) + pf(5u)); }
+      var ss = s.y;
+      if (PRE) {  // the join, from the sums apart (residual_add.wgsl)
+        let inv = pre_inv_of(s.w, ins); let sc = pf(11u);
+        v = sc * (s.x + inv * s.z);
+        ss = sc * sc * (s.y + 2.0 * inv * p.z + inv * inv * p.w);
+        if (o == 0u) { pre_inv[r] = inv; }
+      }
+      if (NORMED) { v *= 1.0 / sqrt(ss / f32(ins) + pf(5u)); }
       if (GELU) { v = gelu_tanh(v) * af(pu(6u) + r * pu(7u) + o); }
       afset(pu(0u) + r * outs + o, v);
     }
   }
+  if (PRE) { pre_write(lane, o == 0u, rows, ins, x); }
 }

@@ -5,7 +5,7 @@
 // and combines them once inv is known, so no workgroup waits for the delta's norm first. The
 // first team of workgroup 0 then writes the joined input to x_out. x_in is the kernel's input P1;
 // P8: delta, P9: x_out, P10: eps, P11: scale; the norm is the weight binding PRE_LP reads.
-// Offsets are multiples of 4 and the arena is seen as vec4s.
+// Offsets and row lengths are multiples of 4.
 const PRE = PREv;
 var<private> pre_sums: array<vec4<f32>, 8>;  // per row: (first product . t, second product . t, x_in . t, t . t)
 var<private> pre_dd: array<f32, 8>;          // per row: delta . delta
@@ -19,9 +19,17 @@ fn pre_w(q: u32) -> mat2x4<f32> {
 // t of row r, elements 8q .. 8q + 7, as two vec4s (w: pre_w(q)); sums delta^2 into pre_dd.
 fn pre_t(r: u32, q: u32, ins: u32, w: mat2x4<f32>) -> mat2x4<f32> {
   let d = (pu(8u) + r * ins) / 4u + 2u * q;
-  let da = A[d]; let db = A[d + 1u];
+  let da = a4(d); let db = a4(d + 1u);
   pre_dd[r] += dot(da, da) + dot(db, db);
   return mat2x4<f32>(da * w[0], db * w[1]);
+}
+
+// The same for the four elements 4v .. 4v + 3 (w: the norm's, from pre_w4(v)).
+fn pre_w4(v: u32) -> vec4<f32> { return vec4<f32>(PRE_LP(2u * v), PRE_LP(2u * v + 1u)); }
+fn pre_t4(r: u32, v: u32, ins: u32, w: vec4<f32>) -> vec4<f32> {
+  let d = a4((pu(8u) + r * ins) / 4u + v);
+  pre_dd[r] += dot(d, d);
+  return d * w;
 }
 
 // inv of a row from its summed delta . delta.
@@ -34,9 +42,10 @@ fn pre_write(lane: u32, wr: bool, rows: u32, ins: u32, x: u32) {
     for (var r = 0u; r < rows; r++) {
       let inv = pre_inv[r];
       for (var v = lane; v < ins / 4u; v += 32u) {
-        let d = A[(pu(8u) + r * ins) / 4u + v];
-        let w = vec4<f32>(PRE_LP(2u * v), PRE_LP(2u * v + 1u));
-        A[(pu(9u) + r * ins) / 4u + v] = (A[(x + r * ins) / 4u + v] + d * inv * w) * pf(11u);
+        let d = a4((pu(8u) + r * ins) / 4u + v);
+        let y = (a4((x + r * ins) / 4u + v) + d * inv * pre_w4(v)) * pf(11u);
+        let at = pu(9u) + r * ins + 4u * v;
+        afset(at, y.x); afset(at + 1u, y.y); afset(at + 2u, y.z); afset(at + 3u, y.w);
       }
     }
   }
