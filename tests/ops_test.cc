@@ -253,6 +253,32 @@ TEST_F(OpsTest, AddRmsNormJoinsTheResidual) {
   EXPECT_NEAR(out[1], (-1 + 4 / std::sqrt(12.5) * 0.5) * 0.5, 1e-6);
 }
 
+TEST_F(OpsTest, AddRmsNormToLeavesTheOldResidual) {
+  F32 x = Floats({1, -1}), y = Floats({3, 4}), out = Floats({0, 0});
+  be_->AddRmsNormTo(ResidualAdd{x, y, out, MakeWeight({2.0f, 0.5f}, 1, 2, DType::kF32), 0.0f, 0.5f}, 1, 2);
+  auto o = Read(out, 2), old = Read(x, 2);
+  EXPECT_NEAR(o[0], (1 + 3 / std::sqrt(12.5) * 2) * 0.5, 1e-6);
+  EXPECT_NEAR(o[1], (-1 + 4 / std::sqrt(12.5) * 0.5) * 0.5, 1e-6);
+  EXPECT_EQ(old[0], 1.0f);
+  EXPECT_EQ(old[1], -1.0f);
+}
+
+TEST_F(OpsTest, NormMatMulMakesAPendingJoinFirst) {
+  // The join gives x_out = [3, 4] (x_in = [1, 2], delta = [4, 4] normed to [1, 1], scale 1); the
+  // projection reads it as its input.
+  F32 x = Floats({1, 2}), delta = Floats({4, 4}), x_out = Floats({0, 0}), out = Floats({0, 0}), h = Floats({0, 0});
+  const ResidualAdd pre{x, delta, x_out, MakeWeight({2.0f, 2.0f}, 1, 2, DType::kF32), 0.0f, 1.0f};
+  be_->NormMatMul(out, h, x_out, MakeWeight({1.0f, 0.5f}, 1, 2, DType::kF32), 0.0f,
+                  MakeWeight({1, 1, 2, -1}, 2, 2, DType::kF32), 1, pre);
+  auto j = Read(x_out, 2);
+  EXPECT_NEAR(j[0], 3.0f, 1e-6);
+  EXPECT_NEAR(j[1], 4.0f, 1e-6);
+  const float h0 = 3 / std::sqrt(12.5f), h1 = 4 / std::sqrt(12.5f) * 0.5f;
+  auto o = Read(out, 2);
+  EXPECT_NEAR(o[0], h0 + h1, 1e-5);
+  EXPECT_NEAR(o[1], 2 * h0 - h1, 1e-5);
+}
+
 TEST_F(OpsTest, GateUpIsGeluOfGateTimesUpOfTheNormedInput) {
   // x = [3, 4] normed: [3, 4] / sqrt(12.5) * [1, 0.5] = h; gate rows [1, 0], [0, 1]; up rows [2, 0], [1, 1].
   F32 x = Floats({3.0f, 4.0f}), out = Floats({0, 0}), up = Floats({0, 0}), h = Floats({0, 0});
