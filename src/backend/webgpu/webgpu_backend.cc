@@ -369,9 +369,10 @@ class WebGpuBackend final : public Backend {
       return;
     }
     // Decode and verification: the norm, both rows of each output feature and their product in
-    // one dispatch; the wide kernel makes a pending residual join on the way in.
+    // one dispatch; for one row whose length is a multiple of 4, the kernel makes a pending
+    // residual join on the way in.
     const Kernel k = Wide(gate, in) && Wide(up) && gate.dtype == up.dtype ? Kernel::kGateUpWide : Kernel::kGateUp;
-    const bool fused = k == Kernel::kGateUpWide && Fusable(pre, rows);
+    const bool fused = (k == Kernel::kGateUpWide || gate.cols % 4 == 0) && Fusable(pre, rows);
     if (pre.present() && !fused) AddRmsNormTo(pre, rows, static_cast<int>(gate.cols));
     std::vector<uint32_t> p = {At(out), At(fused ? pre.x_in : in), U(rows), U(gate.rows), U(gate.cols), Fl(eps)};
     if (fused) PreParams(pre, &p);
@@ -673,9 +674,9 @@ class WebGpuBackend final : public Backend {
       }
     }
     if (k == Kernel::kAttention || k == Kernel::kAttentionWide) src += WgslSource("attention_span");
-    if (wide1 || k == Kernel::kMatVecQ) {
+    if (wide1 || k == Kernel::kMatVecQ || k == Kernel::kGateUp) {
       src += WgslSource("residual_add");
-      ReplaceAll(src, "PRE_LP", k == Kernel::kGateUpWide ? "lp4" : "lp3");
+      ReplaceAll(src, "PRE_LP", k == Kernel::kGateUpWide || k == Kernel::kGateUp ? "lp4" : "lp3");
       ReplaceAll(src, "PREv", (variant & kPre) ? "true" : "false");
     }
     src += WgslSource(KernelFile(k));

@@ -2,7 +2,8 @@
 // (decode, verification): the MLP's norm, two input projections and their product in one
 // dispatch. Eight teams of 32 threads per workgroup, a team per output feature reading its gate
 // row (W1) and up row (W2) once for all rows, as matvec.wgsl does for one matrix, and summing the
-// squares of the inputs on the way. P: out, in, rows, out_features, in_features, eps.
+// squares of the inputs on the way. P: out, in, rows, out_features, in_features, eps. PRE
+// (residual_add.wgsl, its norm in W4; rows of even length) joins a residual into the input first.
 const ROWS = VARIANTu;
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
@@ -28,9 +29,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let xi = x + r * ins + 2u * j;
             let xv = vec4<f32>(A[xi], A[xi + 1u], A[xi + 64u], A[xi + 65u]);
             sq[r] += dot(xv, xv);
-            let a = xv * vec4<f32>(lp3(j), lp3(j + 32u));
+            let nw = vec4<f32>(lp3(j), lp3(j + 32u));
+            let a = xv * nw;
             g[r] += dot(vec4<f32>(g0, g1), a);
             u[r] += dot(vec4<f32>(u0, u1), a);
+            if (PRE) {
+              let t = vec4<f32>(pre_t2(r, j, ins), pre_t2(r, j + 32u, ins));
+              let tn = t * nw;
+              pre_sums[r] += vec4<f32>(dot(vec4<f32>(g0, g1), tn), dot(vec4<f32>(u0, u1), tn), dot(xv, t), dot(t, t));
+            }
           }
         }
       }
@@ -41,9 +48,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
             let xi = x + r * ins + 2u * j;
             let xv = vec2<f32>(A[xi], A[xi + 1u]);
             sq[r] += dot(xv, xv);
-            let a = xv * lp3(j);
+            let nw = lp3(j);
+            let a = xv * nw;
             g[r] += dot(gw, a);
             u[r] += dot(uw, a);
+            if (PRE) {
+              let t = pre_t2(r, j, ins);
+              let tn = t * nw;
+              pre_sums[r] += vec4<f32>(dot(gw, tn), dot(uw, tn), dot(xv, t), dot(t, t));
+            }
           }
         }
       }
@@ -63,10 +76,21 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
   }
   for (var r = 0u; r < ROWS; r++) {
-    let s = team_sums(lid.x, lane, vec4<f32>(g[r], u[r], sq[r], 0.0));
+    let s = team_sums(lid.x, lane, vec4<f32>(g[r], u[r], sq[r], pre_dd[r]));
+    var p = vec4<f32>(0.0);
+    if (PRE) { p = team_sums(lid.x, lane, pre_sums[r]); }
     if (lane == 0u && o < outs && r < rows) {
-      let inv = 1.0 / sqrt(s.z / f32(ins) + pf(5u));
-      A[pu(0u) + r * outs + o] = gelu_tanh(s.x * inv) * (s.y * inv);
+      var gv = s.x; var uv = s.y; var ss = s.z;
+      if (PRE) {  // the join, from the sums apart (residual_add.wgsl)
+        let inv = pre_inv_of(s.w, ins); let sc = pf(11u);
+        gv = sc * (s.x + inv * p.x);
+        uv = sc * (s.y + inv * p.y);
+        ss = sc * sc * (s.z + 2.0 * inv * p.z + inv * inv * p.w);
+        if (o == 0u) { pre_inv[r] = inv; }
+      }
+      let inv = 1.0 / sqrt(ss / f32(ins) + pf(5u));
+      A[pu(0u) + r * outs + o] = gelu_tanh(gv * inv) * (uv * inv);
     }
   }
+  if (PRE) { pre_write(lane, o == 0u, rows, ins, x); }
 }

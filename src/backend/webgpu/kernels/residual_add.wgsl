@@ -32,6 +32,14 @@ fn pre_t4(r: u32, v: u32, ins: u32, w: vec4<f32>) -> vec4<f32> {
   return d * w;
 }
 
+// The same for the two elements 2j, 2j + 1.
+fn pre_t2(r: u32, j: u32, ins: u32) -> vec2<f32> {
+  let i = pu(8u) + r * ins + 2u * j;
+  let d = vec2<f32>(af(i), af(i + 1u));
+  pre_dd[r] += dot(d, d);
+  return d * PRE_LP(j);
+}
+
 // inv of a row from its summed delta . delta.
 fn pre_inv_of(dd: f32, ins: u32) -> f32 { return 1.0 / sqrt(dd / f32(ins) + pf(10u)); }
 
