@@ -23,6 +23,12 @@ void Backend::NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm
   MatMul(out, normed_scratch, w, rows);
 }
 
+void Backend::NormMatMul2(F32 out_a, F32 out_b, F32 normed_scratch, F32 in, const Weight& norm, float eps,
+                          const Weight& wa, const Weight& wb, int rows) {
+  NormMatMul(out_a, normed_scratch, in, norm, eps, wa, rows);
+  NormMatMul(out_b, normed_scratch, in, norm, eps, wb, rows);
+}
+
 void Backend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, const Weight& norm, float eps,
                      const Weight& gate, const Weight& up, int rows, const ResidualAdd& pre) {
   if (pre.present()) AddRmsNormTo(pre, rows, static_cast<int>(gate.cols));

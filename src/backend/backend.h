@@ -80,7 +80,8 @@ struct MoeShape {
   int expert_width = 0;  // moe_intermediate_size
 };
 
-// The fused ops (AddRmsNorm, AddRmsNormTo, NormMatMul, GateUp, NormRope, MatMulGeluMul, QkvNorms)
+// The fused ops (AddRmsNorm, AddRmsNormTo, NormMatMul, NormMatMul2, GateUp, NormRope, MatMulGeluMul,
+// QkvNorms)
 // default to the ops they fuse (backend.cc); a backend overrides them where one kernel does
 // better. NormMatMul, GateUp and MatMulGeluMul take an optional `pre`: a ResidualAdd to make
 // first, whose x_out is then their input `in`.
@@ -119,6 +120,10 @@ class Backend {
   // normed_scratch: (rows, w.cols), which the op may overwrite
   virtual void NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w,
                           int rows, const ResidualAdd& pre = {});
+  // NormMatMul of one input through two matrices of the same width (a layer's keys and values):
+  // out_a = wa . (rmsnorm(in) * norm), out_b = wb . (rmsnorm(in) * norm)   in: (rows, wa.cols)
+  virtual void NormMatMul2(F32 out_a, F32 out_b, F32 normed_scratch, F32 in, const Weight& norm, float eps,
+                           const Weight& wa, const Weight& wb, int rows);
   // out[r, o] = gelu_tanh(h[r] . gate[o]) * (h[r] . up[o]) with h = rmsnorm(in) * norm
   // in: (rows, gate.cols), out: (rows, gate.rows); the op may overwrite up_scratch (rows, up.rows)
   // and normed_scratch (rows, gate.cols)

@@ -30,13 +30,13 @@ void RunLayer(Backend& be, const ModelConfig& c, int i, const LayerWeights& lw, 
   if (l.kv_shared) {
     be.NormRope(b.q, n, l.heads, lw.q_norm, c.rms_eps, l.inv_freq, positions);
   } else {
-    be.NormMatMul(kv.k_new, b.h, res.x, lw.input_norm, c.rms_eps, lw.k_proj, n);
     if (l.k_eq_v) {
+      be.NormMatMul(kv.k_new, b.h, res.x, lw.input_norm, c.rms_eps, lw.k_proj, n);
       be.RmsNorm(kv.v_new, kv.k_new, Weight{}, n * l.kv_heads, hd, c.rms_eps);  // values: k before its norm
       be.NormRope(b.q, n, l.heads, lw.q_norm, c.rms_eps, l.inv_freq, positions);
       be.NormRope(kv.k_new, n, l.kv_heads, lw.k_norm, c.rms_eps, l.inv_freq, positions);
     } else {
-      be.NormMatMul(kv.v_new, b.h, res.x, lw.input_norm, c.rms_eps, lw.v_proj, n);
+      be.NormMatMul2(kv.k_new, kv.v_new, b.h, res.x, lw.input_norm, c.rms_eps, lw.k_proj, lw.v_proj, n);
       be.QkvNorms(b.q, kv.k_new, kv.v_new, n, l.heads, l.kv_heads, lw.q_norm, lw.k_norm, c.rms_eps, l.inv_freq,
                   positions);
     }

@@ -271,6 +271,16 @@ void RunAll(Backend& gpu, Backend& cpu) {
         s.be->NormMatMul(y, h, x, norm, 1e-6f, w, rows);
         return s.Read(y, rows * outs);
       });
+      Case("norm_matmul2_" + shape, gpu, cpu, 1e-10, [&](Side& s) {
+        const int outs_a = 24, outs_b = 40;
+        Weight wa = make(s, outs_a), wb = make(s, outs_b), norm = s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16);
+        F32 x = s.Floats(Random(rows * ins, 3.0f)), ya = s.Floats(std::vector<float>(rows * outs_a)),
+            yb = s.Floats(std::vector<float>(rows * outs_b)), h = s.Floats(std::vector<float>(rows * ins));
+        s.be->NormMatMul2(ya, yb, h, x, norm, 1e-6f, wa, wb, rows);
+        auto a = s.Read(ya, rows * outs_a), b = s.Read(yb, rows * outs_b);
+        a.insert(a.end(), b.begin(), b.end());
+        return a;
+      });
       // The same with a pending residual join made on the way in (fused in the wide kernels,
       // apart elsewhere): the products and the joined residual.
       if (rows == 5 || rows == 2) continue;

@@ -395,6 +395,20 @@ class WebGpuBackend final : public Backend {
     }
     Backend::NormMatMul(out, normed_scratch, in, norm, eps, w, rows, pre);
   }
+  void NormMatMul2(F32 out_a, F32 out_b, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& wa,
+                   const Weight& wb, int rows) override {
+    // Decode and verification with two 16-bit matrices of one width and dtype: one dispatch, a
+    // team per output feature of either.
+    if (rows > 8 || !norm.present() || Bindings(norm) > 1 || !Wide(wa, in) || !Wide(wb) || wa.dtype != wb.dtype ||
+        wa.cols != wb.cols) {
+      Backend::NormMatMul2(out_a, out_b, normed_scratch, in, norm, eps, wa, wb, rows);
+      return;
+    }
+    const int64_t outs = wa.rows + wb.rows;
+    Dispatch(Kernel::kMatVecWide, {&wa, &norm, &wb}, (outs + 7) / 8,
+             {At(out_a), At(in), U(rows), U(outs), U(wa.cols), Fl(eps), At(out_b), U(wa.rows)},
+             RowsVariant(rows) | kNormed | kTwo);
+  }
   void NormRope(F32 x, int rows, int heads, const Weight& norm, float eps, std::span<const float> inv_freq,
                 std::span<const int64_t> positions) override {
     const auto [pp, fp] = RopeTables(inv_freq, positions);
@@ -540,6 +554,7 @@ class WebGpuBackend final : public Backend {
   static constexpr int kGelu = 32;    // variant bit: the product through gelu_tanh, times a second input
   static constexpr int kVecIn = 64;   // variant bit: the arena seen as vec4s, the input read four floats at a time
   static inline const Weight kNoWeight{};
+  static constexpr int kTwo = 256;    // variant bit: matvec_wide over two matrices (NormMatMul2)
   static constexpr int kPre = 128;    // variant bit: a residual join made on the way in (residual_add.wgsl)
   // A pending join the wide kernels make as they read their input: one row (decode, drafting),
   // whole vec4s, one binding for its norm. With more rows (verification) the extra reads of
@@ -662,6 +677,9 @@ class WebGpuBackend final : public Backend {
     ReplaceAll(src, "W2_TYPE", wide2 ? "array<vec4<u32>>" : "array<u32>");
     ReplaceAll(src, "W1_WORD", wide1 ? "return W1[k >> 2u][k & 3u];" : "return W1[k];");
     ReplaceAll(src, "W2_WORD", wide2 ? "return W2[k >> 2u][k & 3u];" : "return W2[k];");
+    const bool wide3 = k == Kernel::kMatVecWide && (variant & kTwo);  // the second matrix
+    ReplaceAll(src, "W3_TYPE", wide3 ? "array<vec4<u32>>" : "array<u32>");
+    ReplaceAll(src, "W3_WORD", wide3 ? "return W3[k >> 2u][k & 3u];" : "return W3[k];");
     // The matrix-vector kernels share their teams' reduction: subgroup adds where the device
     // has subgroups of one width that divides a team.
     if (k == Kernel::kMatVec || k == Kernel::kMatVecQ || k == Kernel::kGateUp || k == Kernel::kGatherMatVecIds ||
@@ -687,6 +705,8 @@ class WebGpuBackend final : public Backend {
     ReplaceAll(src, "VARIANT", std::to_string(variant & 15));
     ReplaceAll(src, "NORMEDv", (variant & kNormed) ? "true" : "false");
     ReplaceAll(src, "GELUv", (variant & kGelu) ? "true" : "false");
+    ReplaceAll(src, "TWOv", (variant & kTwo) ? "true" : "false");
+    ReplaceAll(src, "W3_VEC4", wide3 ? "W3[k]" : "vec4<u32>(0u)");
     ReplaceAll(src, "VEC_INv", (variant & kVecIn) ? "true" : "false");
     ReplaceAll(src, "QBITS", d[0] == static_cast<int>(DType::kQ4) ? "4" : "8");
     g4_gpu_register_kernel(id, src.data(), static_cast<uint32_t>(src.size()), name.data(), static_cast<uint32_t>(name.size()));

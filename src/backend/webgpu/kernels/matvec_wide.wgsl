@@ -3,10 +3,12 @@
 // in flight) and the matching inputs as two vec4s (the arena seen as vec4s). A team of 32 threads
 // per output feature, eight per workgroup. P: out, in, rows, out_features, in_features, eps, mul,
 // mul_stride. ROWS (1, 2, 4 or 8) is fixed when compiled; NORMED and GELU as in matvec.wgsl; PRE
-// (residual_add.wgsl, its norm in W3) joins a residual into the input first.
+// (residual_add.wgsl, its norm in W3) joins a residual into the input first. TWO: output features
+// from P7 on come from a second matrix, W3, of the same width, and go to P6 (GELU and PRE off).
 const ROWS = VARIANTu;
 const NORMED = NORMEDv;
 const GELU = GELUv;
+const TWO = TWOv;
 
 fn pair16(v: u32) -> vec2<f32> { PAIR16 }
 
@@ -37,28 +39,37 @@ fn oct_dot(acc: ptr<function, array<f32, ROWS>>, sq: ptr<function, array<f32, RO
   }
 }
 
+// 16-byte word k of the team's matrix.
+fn wrow(second: bool, k: u32) -> vec4<u32> {
+  if (TWO && second) { return W3_VEC4; }
+  return W1[k];
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
   let team = lid.x >> 5u; let lane = lid.x & 31u;
   let o = (wg.x + wg.y * n.x) * 8u + team;
   let rows = pu(2u); let outs = pu(3u); let ins = pu(4u);
+  // With TWO, the team's matrix (second: W3) and its row in it.
+  let second = TWO && o >= pu(7u);
+  let row = select(o, o - pu(7u), second);
   let x = pu(1u);
   var acc: array<f32, ROWS>;
   var sq: array<f32, ROWS>;
   if (o < outs) {
     let octs = ins >> 3u;
-    let base = o * octs;
+    let base = row * octs;
     var q = lane;
     for (; q + 96u < octs; q += 128u) {
-      let w0 = W1[base + q]; let w1 = W1[base + q + 32u];
-      let w2 = W1[base + q + 64u]; let w3 = W1[base + q + 96u];
+      let w0 = wrow(second, base + q); let w1 = wrow(second, base + q + 32u);
+      let w2 = wrow(second, base + q + 64u); let w3 = wrow(second, base + q + 96u);
       oct_dot(&acc, &sq, w0, q, x, rows, ins);
       oct_dot(&acc, &sq, w1, q + 32u, x, rows, ins);
       oct_dot(&acc, &sq, w2, q + 64u, x, rows, ins);
       oct_dot(&acc, &sq, w3, q + 96u, x, rows, ins);
     }
-    for (; q < octs; q += 32u) { oct_dot(&acc, &sq, W1[base + q], q, x, rows, ins); }
+    for (; q < octs; q += 32u) { oct_dot(&acc, &sq, wrow(second, base + q), q, x, rows, ins); }
   }
   for (var r = 0u; r < ROWS; r++) {
     let s = team_sums(lid.x, lane, vec4<f32>(acc[r], sq[r], pre_sums[r].x, pre_dd[r]));
@@ -75,7 +86,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       }
       if (NORMED) { v *= 1.0 / sqrt(ss / f32(ins) + pf(5u)); }
       if (GELU) { let m = pu(6u) + r * pu(7u) + o; v = gelu_tanh(v) * A[m >> 2u][m & 3u]; }
-      let at = pu(0u) + r * outs + o;
+      var at = pu(0u) + r * outs + o;
+      if (TWO) {
+        let first = pu(7u);
+        at = select(pu(0u) + r * first + o, pu(6u) + r * (outs - first) + row, second);
+      }
       A[at >> 2u][at & 3u] = v;
     }
   }

@@ -1,18 +1,19 @@
 // Shared by every kernel: the activation arena (all float32 activations and caches, with small
 // host inputs stored as u32 bit patterns), four read-only weight buffers and the parameters.
 // A weight binding is an array of 32-bit words, or of 16-byte words for kernels that read four
-// at a time (W1_TYPE, W2_TYPE: array<u32> or array<vec4<u32>>); wNword(k) is its word k either way.
+// at a time (W1_TYPE, W2_TYPE, W3_TYPE: array<u32> or array<vec4<u32>>); wNword(k) is its word k
+// either way.
 // The wide kernels see the arena as vec4s (A_TYPE), and read and write floats through af/afset.
 @group(0) @binding(0) var<storage, read_write> A: A_TYPE;
 @group(0) @binding(1) var<storage, read> W1: W1_TYPE;
 @group(0) @binding(2) var<storage, read> W2: W2_TYPE;
-@group(0) @binding(3) var<storage, read> W3: array<u32>;
+@group(0) @binding(3) var<storage, read> W3: W3_TYPE;
 @group(0) @binding(4) var<uniform> P: array<vec4<u32>, 4>;
 @group(0) @binding(5) var<storage, read> W4: array<u32>;
 
 fn w1word(k: u32) -> u32 { W1_WORD }
 fn w2word(k: u32) -> u32 { W2_WORD }
-fn w3word(k: u32) -> u32 { return W3[k]; }
+fn w3word(k: u32) -> u32 { W3_WORD }
 fn w4word(k: u32) -> u32 { return W4[k]; }
 
 fn pu(i: u32) -> u32 { return P[i / 4u][i % 4u]; }
