@@ -41,7 +41,7 @@ function check(out, what) {
   return JSON.parse(out.split('\n').find((l) => l.startsWith('{"features"')));
 }
 
-test('every op matches the CPU reference, with and without subgroups', { timeout: 1200000 }, async () => {
+test('every op matches the CPU reference, with and without subgroups', { timeout: 1800000 }, async () => {
   const [withSubgroups, without] = await Promise.all([run(['subgroups']), run([])]);
   assert.ok(check(withSubgroups, 'subgroups').features.includes('subgroups'), 'lavapipe offers subgroups');
   assert.ok(!check(without, 'no subgroups').features.includes('subgroups'));

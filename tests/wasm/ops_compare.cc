@@ -271,6 +271,7 @@ void RunAll(Backend& gpu, Backend& cpu) {
         s.be->NormMatMul(y, h, x, norm, 1e-6f, w, rows);
         return s.Read(y, rows * outs);
       });
+      if (rows == 5 || rows == 2 || rows == 8) continue;  // fewer shapes below: the same kernels
       Case("norm_matmul2_" + shape, gpu, cpu, 1e-10, [&](Side& s) {
         const int outs_a = 24, outs_b = 40;
         Weight wa = make(s, outs_a), wb = make(s, outs_b), norm = s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16);
@@ -281,9 +282,8 @@ void RunAll(Backend& gpu, Backend& cpu) {
         a.insert(a.end(), b.begin(), b.end());
         return a;
       });
-      // The same with a pending residual join made on the way in (fused in the wide kernels,
-      // apart elsewhere): the products and the joined residual.
-      if (rows == 5 || rows == 2) continue;
+      // The same with a pending residual join (made on the way in for one row, apart for more):
+      // the products and the joined residual.
       auto joined = [&](Side& s, const std::function<void(Side&, F32 in, const ResidualAdd&)>& op, F32 y, int outs) {
         F32 x = s.Floats(Random(rows * ins, 3.0f)), delta = s.Floats(Random(rows * ins, 2.0f)),
             x_out = s.Floats(std::vector<float>(rows * ins));
