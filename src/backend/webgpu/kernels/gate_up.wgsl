@@ -80,15 +80,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     var p = vec4<f32>(0.0);
     if (PRE) { p = team_sums(lid.x, lane, pre_sums[r]); }
     if (lane == 0u && o < outs && r < rows) {
-      var gv = s.x; var uv = s.y; var ss = s.z;
-      if (PRE) {  // the join, from the sums apart (residual_add.wgsl)
-        let inv = pre_inv_of(s.w, ins); let sc = pf(11u);
-        gv = sc * (s.x + inv * p.x);
-        uv = sc * (s.y + inv * p.y);
-        ss = sc * sc * (s.z + 2.0 * inv * p.z + inv * inv * p.w);
-        if (o == 0u) { pre_inv[r] = inv; }
-      }
-      let inv = 1.0 / sqrt(ss / f32(ins) + pf(5u));
+      var j = s.xyz;  // gate and up products, sum of squares
+      if (PRE) { j = pre_combine(s.xyz, p, s.w, r, ins, o == 0u); }  // the join (residual_add.wgsl)
+      let gv = j.x; let uv = j.y;
+      let inv = 1.0 / sqrt(j.z / f32(ins) + pf(5u));
       A[pu(0u) + r * outs + o] = gelu_tanh(gv * inv) * (uv * inv);
     }
   }

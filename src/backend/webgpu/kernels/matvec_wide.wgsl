@@ -72,17 +72,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (; q < octs; q += 32u) { oct_dot(&acc, &sq, wrow(second, base + q), q, x, rows, ins); }
   }
   for (var r = 0u; r < ROWS; r++) {
-    let s = team_sums(lid.x, lane, vec4<f32>(acc[r], sq[r], pre_sums[r].x, pre_dd[r]));
+    let s = team_sums(lid.x, lane, vec4<f32>(acc[r], sq[r], 0.0, pre_dd[r]));
     var p = vec4<f32>(0.0);
     if (PRE) { p = team_sums(lid.x, lane, pre_sums[r]); }
     if (lane == 0u && o < outs && r < rows) {
       var v = s.x;
       var ss = s.y;
-      if (PRE) {  // the join, from the sums apart (residual_add.wgsl)
-        let inv = pre_inv_of(s.w, ins); let sc = pf(11u);
-        v = sc * (s.x + inv * s.z);
-        ss = sc * sc * (s.y + 2.0 * inv * p.z + inv * inv * p.w);
-        if (o == 0u) { pre_inv[r] = inv; }
+      if (PRE) {  // the join (residual_add.wgsl)
+        let j = pre_combine(vec3<f32>(s.x, 0.0, s.y), p, s.w, r, ins, o == 0u);
+        v = j.x;
+        ss = j.z;
       }
       if (NORMED) { v *= 1.0 / sqrt(ss / f32(ins) + pf(5u)); }
       if (GELU) { let m = pu(6u) + r * pu(7u) + o; v = gelu_tanh(v) * A[m >> 2u][m & 3u]; }

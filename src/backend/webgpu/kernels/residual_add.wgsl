@@ -12,9 +12,7 @@ var<private> pre_dd: array<f32, 8>;          // per row: delta . delta
 var<workgroup> pre_inv: array<f32, 8>;       // per row: inv, for the writing team
 
 // The norm's elements 8q .. 8q + 7, as two vec4s.
-fn pre_w(q: u32) -> mat2x4<f32> {
-  return mat2x4<f32>(vec4<f32>(PRE_LP(4u * q), PRE_LP(4u * q + 1u)), vec4<f32>(PRE_LP(4u * q + 2u), PRE_LP(4u * q + 3u)));
-}
+fn pre_w(q: u32) -> mat2x4<f32> { return mat2x4<f32>(pre_w4(2u * q), pre_w4(2u * q + 1u)); }
 
 // t of row r, elements 8q .. 8q + 7, as two vec4s (w: pre_w(q)); sums delta^2 into pre_dd.
 fn pre_t(r: u32, q: u32, ins: u32, w: mat2x4<f32>) -> mat2x4<f32> {
@@ -40,8 +38,15 @@ fn pre_t2(r: u32, j: u32, ins: u32) -> vec2<f32> {
   return d * PRE_LP(j);
 }
 
-// inv of a row from its summed delta . delta.
-fn pre_inv_of(dd: f32, ins: u32) -> f32 { return 1.0 / sqrt(dd / f32(ins) + pf(10u)); }
+// A row's two products with the joined input and its sum of squares, from the sums apart:
+// x = (the products with x_in, x_in . x_in), p = pre_sums[r] and dd = pre_dd[r], summed over the
+// team. The first team keeps the row's inv for pre_write.
+fn pre_combine(x: vec3<f32>, p: vec4<f32>, dd: f32, r: u32, ins: u32, first: bool) -> vec3<f32> {
+  let inv = 1.0 / sqrt(dd / f32(ins) + pf(10u));
+  if (first) { pre_inv[r] = inv; }
+  let sc = pf(11u);
+  return vec3<f32>(sc * (x.x + inv * p.x), sc * (x.y + inv * p.y), sc * sc * (x.z + 2.0 * inv * p.z + inv * inv * p.w));
+}
 
 // After every row's inv is in pre_inv: the first team writes x_out. Called by the whole workgroup.
 fn pre_write(lane: u32, wr: bool, rows: u32, ins: u32, x: u32) {
