@@ -219,6 +219,19 @@ void RunAll(Backend& gpu, Backend& cpu) {
              return s.Read(y, rows * outs);
            });
     }
+    // The tiled kernel for 16-bit weights, at each of its tile sizes (32 x 64, 64 x 64, 64 x 128
+    // and 128 x 128 with the default fill of 132 workgroups), ragged in rows, outputs and inputs.
+    for (auto [rows, outs, ins] : {std::tuple{70, 132, 40}, {130, 2812, 48}, {130, 5628, 24}, {260, 5620, 56}}) {
+      if (dt == DType::kF32) break;
+      Case(std::string("matmul_tiled_") + DTypeName(dt) + "_" + std::to_string(rows) + "x" + std::to_string(outs) +
+               "x" + std::to_string(ins),
+           gpu, cpu, 1e-10, [&](Side& s) {
+             Weight w = s.MakeWeight(Random(outs * ins), 1, outs, ins, dt);
+             F32 x = s.Floats(Random(rows * ins)), y = s.Floats(std::vector<float>(rows * outs));
+             s.be->MatMul(y, x, w, rows);
+             return s.Read(y, rows * outs);
+           });
+    }
     Case(std::string("embed_") + DTypeName(dt), gpu, cpu, 1e-12, [&](Side& s) {
       Weight t = s.MakeWeight(Random(37 * 11), 1, 37, 11, dt);
       F32 out = s.Floats(std::vector<float>(5 * 11));
@@ -423,6 +436,25 @@ void RunAll(Backend& gpu, Backend& cpu) {
       s.be->Attention(out, q, kn, vn, kc, vc, sh);
       return s.Read(out, rows * heads * d);
     });
+  }
+  // Many rows (prefill's tiled kernel): blocks of 16 query vectors over shared kv heads, ragged
+  // last blocks, a cache ring before the new rows, windows and past-only queries.
+  struct Tiled { int rows, heads, kvh, d, window, start, cached, cap; bool past_only; };
+  for (const Tiled& t : {Tiled{40, 8, 1, 256, 0, 0, 0, 64, false}, {20, 4, 2, 12, 16, 30, 30, 32, false},
+                         {12, 2, 1, 8, 0, 5, 5, 8, true}, {70, 8, 1, 512, 0, 100, 100, 128, false},
+                         {9, 6, 3, 64, 7, 3, 3, 5, false}}) {
+    Case("attention_tiled_r" + std::to_string(t.rows) + "_d" + std::to_string(t.d) + "_w" + std::to_string(t.window) +
+             (t.past_only ? "_past" : ""),
+         gpu, cpu, 1e-10, [&](Side& s) {
+           const int rows = t.rows, heads = t.heads, kvh = t.kvh, d = t.d;
+           F32 q = s.Floats(Random(rows * heads * d, 0.1f)), kn = s.Floats(Random(rows * kvh * d)),
+               vn = s.Floats(Random(rows * kvh * d));
+           F32 kc = s.Floats(Random(t.cap * kvh * d)), vc = s.Floats(Random(t.cap * kvh * d));
+           F32 out = s.Floats(std::vector<float>(rows * heads * d));
+           AttentionShape sh{rows, heads, kvh, d, t.window, t.start, t.cached, t.cap, t.past_only};
+           s.be->Attention(out, q, kn, vn, kc, vc, sh);
+           return s.Read(out, rows * heads * d);
+         });
   }
   Case("cache_append", gpu, cpu, 0.0, [&](Side& s) {
     F32 kc = s.Floats(Random(4 * 6)), vc = s.Floats(Random(4 * 6)), kn = s.Floats(Random(7 * 6)), vn = s.Floats(Random(7 * 6));

@@ -25,6 +25,7 @@ constexpr uint64_t kArenaAlign = 256;
 constexpr uint64_t kHostRegion = 4u << 20;  // small host inputs (ids, positions, frequencies)
 constexpr uint64_t kSplitRegion = 4u << 20;  // attention's partial results (splits of few rows)
 constexpr uint64_t kSplitTarget = 264;       // workgroups worth filling the GPU with (2 x 132 SMs)
+constexpr uint64_t kMatMulFill = kSplitTarget;  // workgroups a matmul's tile size leaves at least
 
 class ArenaBuffer final : public Buffer {
  public:
@@ -58,7 +59,7 @@ class WeightBuffer final : public Buffer {
 enum class Kernel { kRmsNorm, kMatMul, kMatVec, kRope, kAttention, kCacheAppend, kElementwise, kGeluMul, kMoeRoute,
                     kMoeExperts, kArgmax, kBandwidth,
                     kAttentionCombine, kEmbedIds, kGatherMatVecIds, kTopK, kArgmaxKeyed, kAccept, kMatVecQ, kGateUp, kNormRope, kTopKValues,
-                    kMatVecWide, kGateUpWide, kQkvNorm, kAttentionWide };
+                    kMatVecWide, kGateUpWide, kQkvNorm, kAttentionWide, kMatMulWide, kAttentionTiled };
 const char* KernelFile(Kernel k) {
   switch (k) {
     case Kernel::kRmsNorm: return "rms_norm";
@@ -87,6 +88,8 @@ const char* KernelFile(Kernel k) {
     case Kernel::kGateUpWide: return "gate_up_wide";
     case Kernel::kQkvNorm: return "qkv_norm";
     case Kernel::kAttentionWide: return "attention_wide";
+    case Kernel::kMatMulWide: return "matmul_wide";
+    case Kernel::kAttentionTiled: return "attention_tiled";
   }
   return "";
 }
@@ -384,8 +387,23 @@ class WebGpuBackend final : public Backend {
       MatVec(out, in, w, nullptr, 0.0f, rows);
       return;
     }
+    const std::vector<uint32_t> p = {At(out), At(in), U(rows), U(w.rows), U(w.cols)};
+    if (Wide(w, in)) {
+      // The largest tile (rows x outputs: 32 x 64, 64 x 64, 64 x 128, 128 x 128; variants 3, 0,
+      // 1, 2 of the kernel) that still gives the GPU kMatMulFill workgroups.
+      static constexpr int kTiles[4][3] = {{3, 32, 64}, {0, 64, 64}, {1, 64, 128}, {2, 128, 128}};
+      int pick = 3;
+      auto tiles = [&](int t) {
+        return static_cast<uint64_t>((rows + kTiles[t][1] - 1) / kTiles[t][1]) *
+               ((w.rows + kTiles[t][2] - 1) / kTiles[t][2]);
+      };
+      while (pick > 0 && tiles(pick) < kMatMulFill) --pick;
+      const int tile = kTiles[pick][0];
+      Dispatch(Kernel::kMatMulWide, {&w}, tiles(pick), p, tile);
+      return;
+    }
     const uint64_t tiles = static_cast<uint64_t>((rows + 63) / 64) * ((w.rows + 63) / 64);
-    Dispatch(Kernel::kMatMul, {&w}, tiles, {At(out), At(in), U(rows), U(w.rows), U(w.cols)});
+    Dispatch(Kernel::kMatMul, {&w}, tiles, p);
   }
   void NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w, int rows,
                   const ResidualAdd& pre) override {
@@ -453,9 +471,16 @@ class WebGpuBackend final : public Backend {
                                      U(s.heads), U(s.kv_heads), U(s.head_dim),
                                      U(s.window) | (s.past_only ? 0x80000000u : 0u), U(s.start), U(s.cached),
                                      U(s.capacity), U(splits), U(split_base_ / 4)};
-    // Head dims and offsets in whole vec4s: the kernel that reads them 16 bytes at a time.
+    // Head dims and offsets in whole vec4s: the kernels that read them 16 bytes at a time.
     bool wide = s.head_dim % 4 == 0;
     for (F32 t : {out, q, k_new, v_new, k_cache, v_cache}) wide = wide && At(t) % 4 == 0;
+    if (wide && s.rows > 8 && s.heads % s.kv_heads == 0) {
+      // Many rows (prefill): blocks of 16 query vectors that share a kv head, each reading the
+      // keys and values once.
+      const uint64_t blocks = (static_cast<uint64_t>(s.rows) * (s.heads / s.kv_heads) + 15) / 16;
+      Dispatch(Kernel::kAttentionTiled, {}, blocks * s.kv_heads, p);
+      return;
+    }
     Dispatch(wide ? Kernel::kAttentionWide : Kernel::kAttention, {}, pairs * splits, p);
     if (splits > 1) Dispatch(Kernel::kAttentionCombine, {}, pairs * ((s.head_dim + 63) / 64), p);
   }
@@ -644,7 +669,11 @@ class WebGpuBackend final : public Backend {
     auto it = kernel_ids_.find(key);
     if (it != kernel_ids_.end()) return it->second;
     const uint32_t id = static_cast<uint32_t>(kernel_ids_.size() + 1);
-    const std::string name = KernelFile(k);
+    std::string name = KernelFile(k);
+    if (k == Kernel::kMatMulWide) {  // profiled per tile size
+      static constexpr const char* kTileNames[4] = {"64x64", "64x128", "128x128", "32x64"};
+      name = name + "_" + kTileNames[variant & 3];
+    }
     if (k == Kernel::kBandwidth) {  // stands alone
       const std::string src = WgslSource(name.c_str());
       g4_gpu_register_kernel(id, src.data(), static_cast<uint32_t>(src.size()), name.data(), static_cast<uint32_t>(name.size()));
@@ -667,8 +696,9 @@ class WebGpuBackend final : public Backend {
                                         : "return lp1(j);";
     src.replace(src.find("W1P_READ"), 8, read_pair);
     // The wide kernels read W1 (and gate_up_wide W2) 16 bytes at a time.
-    const bool wide1 = k == Kernel::kMatVecWide || k == Kernel::kGateUpWide, wide2 = k == Kernel::kGateUpWide;
-    const bool vec_arena = wide1 || k == Kernel::kAttentionWide || (variant & kVecIn);
+    const bool wide1 = k == Kernel::kMatVecWide || k == Kernel::kGateUpWide || k == Kernel::kMatMulWide;
+    const bool wide2 = k == Kernel::kGateUpWide;
+    const bool vec_arena = wide1 || k == Kernel::kAttentionWide || k == Kernel::kAttentionTiled || (variant & kVecIn);
     ReplaceAll(src, "A_TYPE", vec_arena ? "array<vec4<f32>>" : "array<f32>");
     ReplaceAll(src, "A_ELEMENT", vec_arena ? "A[i >> 2u][i & 3u]" : "A[i]");
     ReplaceAll(src, "A_VEC4", vec_arena ? "return A[i];"
@@ -691,8 +721,10 @@ class WebGpuBackend final : public Backend {
         src += WgslSource("team");
       }
     }
-    if (k == Kernel::kAttention || k == Kernel::kAttentionWide) src += WgslSource("attention_span");
-    if (wide1 || k == Kernel::kMatVecQ || k == Kernel::kGateUp) {
+    if (k == Kernel::kAttention || k == Kernel::kAttentionWide || k == Kernel::kAttentionTiled) {
+      src += WgslSource("attention_span");
+    }
+    if ((wide1 && k != Kernel::kMatMulWide) || k == Kernel::kMatVecQ || k == Kernel::kGateUp) {
       src += WgslSource("residual_add");
       ReplaceAll(src, "PRE_LP", k == Kernel::kGateUpWide || k == Kernel::kGateUp ? "lp4" : "lp3");
       ReplaceAll(src, "PREv", (variant & kPre) ? "true" : "false");

@@ -1,0 +1,129 @@
+// attention.wgsl for many rows (prefill), head dims a multiple of 4 up to 512 and every offset a
+// multiple of 4 (the arena seen as vec4s). A workgroup takes 16 query vectors of one kv head (the
+// query heads that share it, row after row) and walks the positions they see 64 at a time, so a
+// key or value is read once per 16 queries, not once per query. Scores: thread (tq, tp) sums
+// query tq against positions tp + 16 m over the head dim, 32 dims at a time staged in workgroup
+// memory (slot i ^ (row & 7): no bank conflicts); softmax online per query; values: a thread
+// holds vec4 di of the output of queries g, g + ng, ... (ng = 256 / (d / 4) groups).
+// P: out, q, k_new, v_new, k_cache, v_cache, rows, heads, kv_heads, head_dim,
+//    window | past_only << 31, start, cached, capacity
+var<workgroup> qs: array<vec4<f32>, 128>;  // 16 queries x 8 vec4s of the current 32 dims
+var<workgroup> ks: array<vec4<f32>, 512>;  // 64 positions x 8 vec4s
+var<workgroup> ps: array<vec4<f32>, 256>;  // probabilities: 64 positions x 16 queries
+var<workgroup> red: array<f32, 256>;       // 16 queries x 16 lanes
+var<workgroup> qm: array<f32, 16>;         // each query's running max,
+var<workgroup> ql: array<f32, 16>;         // sum of exponentials,
+var<workgroup> qc: array<f32, 16>;         // and this block's correction of both
+
+fn slot8(row: u32, i: u32) -> u32 { return row * 8u + (i ^ (row & 7u)); }
+
+// The positions row r sees: lo .. hi (empty when hi < lo).
+fn row_span(r: u32) -> vec2<i32> {
+  let window = i32(pu(10u) & 0x7fffffffu); let start = i32(pu(11u)); let cached = i32(pu(12u));
+  var hi = start + i32(r);
+  if ((pu(10u) >> 31u) != 0u) { hi -= 1; }
+  var lo = max(start - cached, 0);
+  if (window > 0) { lo = max(lo, hi - window + 1); }
+  return vec2<i32>(lo, hi);
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(num_workgroups) n: vec3<u32>) {
+  let d = pu(9u); let d4 = d / 4u; let heads = pu(7u); let kvh = pu(8u);
+  let grp = heads / kvh;  // query heads per kv head
+  let nq = pu(6u) * grp;  // query vectors of this kv head
+  let t = wg.x + wg.y * n.x;
+  let kv = t % kvh; let q0 = (t / kvh) * 16u;
+  if (q0 >= nq) { return; }  // the same for the whole workgroup
+  let span_lo = row_span(q0 / grp).x;
+  let span_hi = row_span(min(q0 + 15u, nq - 1u) / grp).y;
+  // Query vector q0 + j: row (q0 + j) / grp, head kv * grp + (q0 + j) % grp; its vec4 offset.
+  let tq = lid.x >> 4u; let tp = lid.x & 15u;
+  var my = vec2<i32>(1, 0);
+  if (q0 + tq < nq) { my = row_span((q0 + tq) / grp); }
+  let ng = 256u / d4; let g = lid.x / d4; let di = lid.x % d4;
+  var acc: array<vec4<f32>, 8>;  // queries g + ng j
+  if (lid.x < 16u) { qm[lid.x] = -3.0e38; ql[lid.x] = 0.0; }
+  for (var p0 = span_lo; p0 <= span_hi; p0 += 64) {
+    var s = vec4<f32>(0.0);  // positions tp + 16 m
+    for (var c0 = 0u; c0 < d4; c0 += 8u) {
+      if (lid.x < 128u) {
+        let qq = q0 + (lid.x >> 3u); let i = c0 + (lid.x & 7u);
+        var v = vec4<f32>(0.0);
+        if (qq < nq && i < d4) { v = A[(pu(1u) + ((qq / grp) * heads + kv * grp + qq % grp) * d) / 4u + i]; }
+        qs[slot8(lid.x >> 3u, lid.x & 7u)] = v;
+      }
+      for (var e = lid.x; e < 512u; e += 256u) {
+        let p = p0 + i32(e >> 3u); let i = c0 + (e & 7u);
+        var v = vec4<f32>(0.0);
+        if (p <= span_hi && i < d4) { v = A[kv_at(p, kv, pu(4u), pu(2u)) / 4u + i]; }
+        ks[slot8(e >> 3u, e & 7u)] = v;
+      }
+      workgroupBarrier();
+      for (var i = 0u; i < 8u; i++) {
+        let qv = qs[slot8(tq, i)];
+        s += vec4<f32>(dot(qv, ks[slot8(tp, i)]), dot(qv, ks[slot8(tp + 16u, i)]),
+                       dot(qv, ks[slot8(tp + 32u, i)]), dot(qv, ks[slot8(tp + 48u, i)]));
+      }
+      workgroupBarrier();
+    }
+    // The block's max per query, then its exponentials and their sum.
+    var valid: vec4<bool>;
+    var mx = -3.0e38;
+    for (var m = 0u; m < 4u; m++) {
+      let p = p0 + i32(tp + 16u * m);
+      valid[m] = p >= my.x && p <= my.y;
+      if (valid[m]) { mx = max(mx, s[m]); }
+    }
+    red[lid.x] = mx;
+    workgroupBarrier();
+    var tm = -3.0e38;
+    for (var k = 0u; k < 16u; k++) { tm = max(tm, red[tq * 16u + k]); }
+    let mo = qm[tq];
+    let nm = max(mo, tm);
+    workgroupBarrier();
+    var sum = 0.0;
+    for (var m = 0u; m < 4u; m++) {
+      var e = 0.0;
+      if (valid[m]) { e = exp(s[m] - nm); }
+      sum += e;
+      ps[(tp + 16u * m) * 4u + (tq >> 2u)][tq & 3u] = e;
+    }
+    red[lid.x] = sum;
+    workgroupBarrier();
+    if (tp == 0u) {
+      var total = 0.0;
+      for (var k = 0u; k < 16u; k++) { total += red[tq * 16u + k]; }
+      let corr = exp(mo - nm);
+      ql[tq] = ql[tq] * corr + total;
+      qm[tq] = nm;
+      qc[tq] = corr;
+    }
+    workgroupBarrier();
+    let cnt = u32(min(64, span_hi - p0 + 1));
+    if (g < ng) {
+      for (var j = 0u; j < 8u; j++) {
+        let q = g + ng * j;
+        if (q < 16u) { acc[j] *= qc[q]; }
+      }
+      for (var pp = 0u; pp < cnt; pp++) {
+        let v = A[kv_at(p0 + i32(pp), kv, pu(5u), pu(3u)) / 4u + di];
+        for (var j = 0u; j < 8u; j++) {
+          let q = g + ng * j;
+          if (q < 16u) { acc[j] += ps[pp * 4u + (q >> 2u)][q & 3u] * v; }
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  if (g >= ng) { return; }
+  for (var j = 0u; j < 8u; j++) {
+    let q = g + ng * j; let qq = q0 + q;
+    if (q < 16u && qq < nq) {
+      var inv = 0.0;
+      if (ql[q] > 0.0) { inv = 1.0 / ql[q]; }
+      A[(pu(0u) + ((qq / grp) * heads + kv * grp + qq % grp) * d) / 4u + di] = acc[j] * inv;
+    }
+  }
+}
