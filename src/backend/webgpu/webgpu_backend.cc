@@ -387,23 +387,25 @@ class WebGpuBackend final : public Backend {
       MatVec(out, in, w, nullptr, 0.0f, rows);
       return;
     }
-    const std::vector<uint32_t> p = {At(out), At(in), U(rows), U(w.rows), U(w.cols)};
     if (Wide(w, in)) {
-      // The largest tile (rows x outputs: 32 x 64, 64 x 64, 64 x 128, 128 x 128; variants 3, 0,
-      // 1, 2 of the kernel) that still gives the GPU kMatMulFill workgroups.
-      static constexpr int kTiles[4][3] = {{3, 32, 64}, {0, 64, 64}, {1, 64, 128}, {2, 128, 128}};
-      int pick = 3;
-      auto tiles = [&](int t) {
-        return static_cast<uint64_t>((rows + kTiles[t][1] - 1) / kTiles[t][1]) *
-               ((w.rows + kTiles[t][2] - 1) / kTiles[t][2]);
-      };
-      while (pick > 0 && tiles(pick) < kMatMulFill) --pick;
-      const int tile = kTiles[pick][0];
-      Dispatch(Kernel::kMatMulWide, {&w}, tiles(pick), p, tile);
+      MatMulTiled(out, in, w, rows);
       return;
     }
     const uint64_t tiles = static_cast<uint64_t>((rows + 63) / 64) * ((w.rows + 63) / 64);
-    Dispatch(Kernel::kMatMul, {&w}, tiles, p);
+    Dispatch(Kernel::kMatMul, {&w}, tiles, {At(out), At(in), U(rows), U(w.rows), U(w.cols)});
+  }
+  // matmul_wide: the largest tile (rows x outputs: 64 x 32, 64 x 64, 128 x 64, 128 x 128;
+  // variants 3, 0, 1, 2 of the kernel) that still gives the GPU kMatMulFill workgroups.
+  void MatMulTiled(F32 out, F32 in, const Weight& w, int rows) {
+    static constexpr int kTiles[4][3] = {{3, 64, 32}, {0, 64, 64}, {1, 128, 64}, {2, 128, 128}};
+    auto tiles = [&](int t) {
+      return static_cast<uint64_t>((rows + kTiles[t][1] - 1) / kTiles[t][1]) *
+             ((w.rows + kTiles[t][2] - 1) / kTiles[t][2]);
+    };
+    int pick = 3;
+    while (pick > 0 && tiles(pick) < kMatMulFill) --pick;
+    Dispatch(Kernel::kMatMulWide, {&w}, tiles(pick), {At(out), At(in), U(rows), U(w.rows), U(w.cols)},
+             kTiles[pick][0]);
   }
   void NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w, int rows,
                   const ResidualAdd& pre) override {
@@ -671,7 +673,7 @@ class WebGpuBackend final : public Backend {
     const uint32_t id = static_cast<uint32_t>(kernel_ids_.size() + 1);
     std::string name = KernelFile(k);
     if (k == Kernel::kMatMulWide) {  // profiled per tile size
-      static constexpr const char* kTileNames[4] = {"64x64", "64x128", "128x128", "32x64"};
+      static constexpr const char* kTileNames[4] = {"64x64", "128x64", "128x128", "64x32"};
       name = name + "_" + kTileNames[variant & 3];
     }
     if (k == Kernel::kBandwidth) {  // stands alone

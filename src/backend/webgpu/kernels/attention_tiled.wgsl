@@ -3,8 +3,9 @@
 // query heads that share it, row after row) and walks the positions they see 64 at a time, so a
 // key or value is read once per 16 queries, not once per query. Scores: thread (tq, tp) sums
 // query tq against positions tp + 16 m over the head dim, 32 dims at a time staged in workgroup
-// memory (slot i ^ (row & 7): no bank conflicts); softmax online per query; values: a thread
-// holds vec4 di of the output of queries g, g + ng, ... (ng = 256 / (d / 4) groups).
+// memory (slot i ^ (row & 7): no bank conflicts), the next 32 loaded while these multiply;
+// softmax online per query; values: a thread holds vec4 di of the output of queries g, g + ng,
+// ... (ng = 256 / (d / 4) groups).
 // P: out, q, k_new, v_new, k_cache, v_cache, rows, heads, kv_heads, head_dim,
 //    window | past_only << 31, start, cached, capacity
 var<workgroup> qs: array<vec4<f32>, 128>;  // 16 queries x 8 vec4s of the current 32 dims
@@ -27,6 +28,19 @@ fn row_span(r: u32) -> vec2<i32> {
   return vec2<i32>(lo, hi);
 }
 
+// Vec4 c0 + (e & 7) of query vector q0 + (e >> 3) (e < 128); zero past the ends.
+fn stage_q(e: u32, c0: u32, q0: u32, nq: u32, kv: u32, grp: u32, heads: u32, d: u32, d4: u32) -> vec4<f32> {
+  let qq = q0 + (e >> 3u); let i = c0 + (e & 7u);
+  if (e >= 128u || qq >= nq || i >= d4) { return vec4<f32>(0.0); }
+  return A[(pu(1u) + ((qq / grp) * heads + kv * grp + qq % grp) * d) / 4u + i];
+}
+// Vec4 c0 + (e & 7) of the key of position p0 + (e >> 3); zero past the ends.
+fn stage_k(e: u32, c0: u32, p0: i32, hi: i32, kv: u32, d4: u32) -> vec4<f32> {
+  let p = p0 + i32(e >> 3u); let i = c0 + (e & 7u);
+  if (p > hi || i >= d4) { return vec4<f32>(0.0); }
+  return A[kv_at(p, kv, pu(4u), pu(2u)) / 4u + i];
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
@@ -47,20 +61,21 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   if (lid.x < 16u) { qm[lid.x] = -3.0e38; ql[lid.x] = 0.0; }
   for (var p0 = span_lo; p0 <= span_hi; p0 += 64) {
     var s = vec4<f32>(0.0);  // positions tp + 16 m
+    // This thread's share of each 32 dims (a query vec4, two key vec4s), loaded for the next
+    // dims while the staged ones multiply.
+    var sq = stage_q(lid.x, 0u, q0, nq, kv, grp, heads, d, d4);
+    var sk0 = stage_k(lid.x, 0u, p0, span_hi, kv, d4);
+    var sk1 = stage_k(lid.x + 256u, 0u, p0, span_hi, kv, d4);
     for (var c0 = 0u; c0 < d4; c0 += 8u) {
-      if (lid.x < 128u) {
-        let qq = q0 + (lid.x >> 3u); let i = c0 + (lid.x & 7u);
-        var v = vec4<f32>(0.0);
-        if (qq < nq && i < d4) { v = A[(pu(1u) + ((qq / grp) * heads + kv * grp + qq % grp) * d) / 4u + i]; }
-        qs[slot8(lid.x >> 3u, lid.x & 7u)] = v;
-      }
-      for (var e = lid.x; e < 512u; e += 256u) {
-        let p = p0 + i32(e >> 3u); let i = c0 + (e & 7u);
-        var v = vec4<f32>(0.0);
-        if (p <= span_hi && i < d4) { v = A[kv_at(p, kv, pu(4u), pu(2u)) / 4u + i]; }
-        ks[slot8(e >> 3u, e & 7u)] = v;
-      }
+      if (lid.x < 128u) { qs[slot8(lid.x >> 3u, lid.x & 7u)] = sq; }
+      ks[slot8(lid.x >> 3u, lid.x & 7u)] = sk0;
+      ks[slot8((lid.x + 256u) >> 3u, lid.x & 7u)] = sk1;
       workgroupBarrier();
+      if (c0 + 8u < d4) {
+        sq = stage_q(lid.x, c0 + 8u, q0, nq, kv, grp, heads, d, d4);
+        sk0 = stage_k(lid.x, c0 + 8u, p0, span_hi, kv, d4);
+        sk1 = stage_k(lid.x + 256u, c0 + 8u, p0, span_hi, kv, d4);
+      }
       for (var i = 0u; i < 8u; i++) {
         let qv = qs[slot8(tq, i)];
         s += vec4<f32>(dot(qv, ks[slot8(tp, i)]), dot(qv, ks[slot8(tp + 16u, i)]),
@@ -107,11 +122,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         let q = g + ng * j;
         if (q < 16u) { acc[j] *= qc[q]; }
       }
-      for (var pp = 0u; pp < cnt; pp++) {
-        let v = A[kv_at(p0 + i32(pp), kv, pu(5u), pu(3u)) / 4u + di];
+      // Values four positions at a time (four loads in flight), zero past the block's end.
+      for (var pp = 0u; pp < cnt; pp += 4u) {
+        var v: array<vec4<f32>, 4>;
+        for (var u = 0u; u < 4u; u++) {
+          if (pp + u < cnt) { v[u] = A[kv_at(p0 + i32(pp + u), kv, pu(5u), pu(3u)) / 4u + di]; }
+        }
         for (var j = 0u; j < 8u; j++) {
           let q = g + ng * j;
-          if (q < 16u) { acc[j] += ps[pp * 4u + (q >> 2u)][q & 3u] * v; }
+          if (q < 16u) {
+            let c = (q >> 2u); let l = q & 3u;
+            acc[j] += ps[pp * 4u + c][l] * v[0] + ps[pp * 4u + 4u + c][l] * v[1] + ps[pp * 4u + 8u + c][l] * v[2] +
+                      ps[pp * 4u + 12u + c][l] * v[3];
+          }
         }
       }
     }

@@ -1,7 +1,9 @@
 // matmul.wgsl for 16-bit weights (bf16, f16) in one binding whose rows are a multiple of 8, and
 // an input and output whose offsets are whole vec4s (the arena seen as vec4s).
 // A workgroup makes a tile of BM rows x BN outputs, each of its 256 threads TM x TN of them
-// (VARIANT 0: 4 x 4, 1: 4 x 8, 2: 8 x 8, 3: 2 x 4): rows ty + 16 i, outputs tx + 16 j. Inputs
+// (VARIANT 0: 4 x 4, 1: 8 x 4, 2: 8 x 8, 3: 4 x 2): rows ty + 16 i, outputs tx + 16 j. Rows
+// are the taller side: the 16 lanes of a row group read the same staged inputs (one broadcast)
+// but different staged weights (on the H200 these measured the same as the wider shapes). Inputs
 // (read as vec4s) and weights (read as 16-byte words of eight) are staged through workgroup
 // memory BK = 4 KQ columns at a time, row by row as KQ vec4s (at most 16 KiB in all, the WebGPU
 // default); each thread loads its share of the next BK columns while the workgroup multiplies
@@ -9,8 +11,8 @@
 // lanes of a 16-byte access reach eight different banks both when staging and when reading.
 // P: out, in, rows, out_features, in_features
 const TILE = VARIANTu;
-const TM = select(select(4u, 8u, TILE == 2u), 2u, TILE == 3u);
-const TN = select(4u, 8u, TILE == 1u || TILE == 2u);
+const TM = select(4u, 8u, TILE == 1u || TILE == 2u);
+const TN = select(select(4u, 8u, TILE == 2u), 2u, TILE == 3u);
 const BM = 16u * TM;
 const BN = 16u * TN;
 const KQ = select(4u, 8u, BM + BN <= 128u);
@@ -51,8 +53,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   var va: array<vec4<f32>, LA>;
   var vw: array<vec4<u32>, LW>;
   var k0 = 0u;
-  for (var l = 0u; l < LA; l++) { va[l] = load_in(lid.x + 256u * l, r0, 0u, rows, ins, x4, ins4); }
-  for (var l = 0u; l < LW; l++) { vw[l] = load_w(lid.x + 256u * l, o0, 0u, outs, ins); }
+  for (var l = 0u; l < LA; l++) { va[l] = load_in(lid.x + 256u * l, r0, k0, rows, ins, x4, ins4); }
+  for (var l = 0u; l < LW; l++) { vw[l] = load_w(lid.x + 256u * l, o0, k0, outs, ins); }
   loop {
     for (var l = 0u; l < LA; l++) {
       let e = lid.x + 256u * l;
