@@ -231,6 +231,19 @@ void RunAll(Backend& gpu, Backend& cpu) {
              s.be->MatMul(y, x, w, rows);
              return s.Read(y, rows * outs);
            });
+      if (outs > 6000) continue;
+      // GateUp over many rows: the norm, both tiled products and their gelu product.
+      Case(std::string("gate_up_tiled_") + DTypeName(dt) + "_" + std::to_string(rows) + "x" + std::to_string(outs) +
+               "x" + std::to_string(ins),
+           gpu, cpu, 1e-10, [&](Side& s) {
+             Weight g = s.MakeWeight(Random(outs * ins), 1, outs, ins, dt);
+             Weight u = s.MakeWeight(Random(outs * ins), 1, outs, ins, dt);
+             Weight norm = s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16);
+             F32 x = s.Floats(Random(rows * ins, 3.0f)), y = s.Floats(std::vector<float>(rows * outs)),
+                 up = s.Floats(std::vector<float>(rows * outs)), h = s.Floats(std::vector<float>(rows * ins));
+             s.be->GateUp(y, up, h, x, norm, 1e-6f, g, u, rows);
+             return s.Read(y, rows * outs);
+           });
     }
     Case(std::string("embed_") + DTypeName(dt), gpu, cpu, 1e-12, [&](Side& s) {
       Weight t = s.MakeWeight(Random(37 * 11), 1, 37, 11, dt);
