@@ -419,7 +419,13 @@ class WebGpuBackend final : public Backend {
                    const Weight& wb, int rows) override {
     // Decode and verification with two 16-bit matrices of one width and dtype: one dispatch, a
     // team per output feature of either.
-    if (rows > 8 || !norm.present() || Bindings(norm) > 1 || !Wide(wa, in) || !Wide(wb) || wa.dtype != wb.dtype ||
+    if (rows > 8) {  // prefill: the norm once for both products
+      RmsNorm(normed_scratch, in, norm, rows, static_cast<int>(wa.cols), eps);
+      MatMul(out_a, normed_scratch, wa, rows);
+      MatMul(out_b, normed_scratch, wb, rows);
+      return;
+    }
+    if (!norm.present() || Bindings(norm) > 1 || !Wide(wa, in) || !Wide(wb) || wa.dtype != wb.dtype ||
         wa.cols != wb.cols) {
       Backend::NormMatMul2(out_a, out_b, normed_scratch, in, norm, eps, wa, wb, rows);
       return;
