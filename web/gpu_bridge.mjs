@@ -6,6 +6,7 @@
 
 const UNIFORM_SLOT = 256;      // bytes per dispatch's parameters (minUniformBufferOffsetAlignment)
 const UNIFORM_SLOTS = 4096;
+const PARAMS = 32;             // parameter words a dispatch may have (the kernels' P)
 const PROFILE_SCHEMA_VERSION = 1;
 // Dispatches per submit: the GPU starts on the first ones while the rest are still encoded (on
 // the H200, E2B decode went from 65 to 100 tokens/s going from one submit per step to submits of
@@ -22,7 +23,7 @@ export function createGpuImports(device, memory, pending) {
       { binding: 1, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'read-only-storage' } },
       { binding: 2, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'read-only-storage' } },
       { binding: 3, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'read-only-storage' } },
-      { binding: 4, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'uniform', hasDynamicOffset: true, minBindingSize: 64 } },
+      { binding: 4, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'uniform', hasDynamicOffset: true, minBindingSize: PARAMS * 4 } },
       { binding: 5, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'read-only-storage' } },
     ],
   });
@@ -92,7 +93,7 @@ export function createGpuImports(device, memory, pending) {
       entries: [
         { binding: 0, resource: { buffer: buffers[arena] } },
         { binding: 1, resource: res(w1) }, { binding: 2, resource: res(w2) }, { binding: 3, resource: res(w3) },
-        { binding: 4, resource: { buffer: uniforms, size: 64 } },
+        { binding: 4, resource: { buffer: uniforms, size: PARAMS * 4 } },
         { binding: 5, resource: res(w4) },
       ],
     });
@@ -172,7 +173,7 @@ export function createGpuImports(device, memory, pending) {
           const kernel = words[at], w1 = words[at + 1], w2 = words[at + 2], w3 = words[at + 3], w4 = words[at + 4];
           const gx = words[at + 5], gy = words[at + 6], n = words[at + 7];
           const u = slot * 64;
-          for (let i = 0; i < 16; i++) uniformData[u + i] = i < n ? words[at + 8 + i] : 0;
+          for (let i = 0; i < PARAMS; i++) uniformData[u + i] = i < n ? words[at + 8 + i] : 0;
           if (timed) {
             pass = encoder.beginComputePass({
               timestampWrites: { querySet: querySet(), beginningOfPassWriteIndex: 2 * slot,

@@ -44,6 +44,13 @@ void Backend::NormRope(F32 x, int rows, int heads, const Weight& norm, float eps
   Rope(x, rows, heads, inv_freq, positions);
 }
 
+void Backend::NormRopeAttention(F32 out, F32 q, const Weight& q_norm, float eps, std::span<const float> inv_freq,
+                                std::span<const int64_t> positions, F32 k_new, F32 v_new, F32 k_cache, F32 v_cache,
+                                const AttentionShape& shape) {
+  NormRope(q, shape.rows, shape.heads, q_norm, eps, inv_freq, positions);
+  Attention(out, q, k_new, v_new, k_cache, v_cache, shape);
+}
+
 void Backend::MatMulGeluMul(F32 out, F32 in, const Weight& w, F32 mul, int rows, int mul_stride,
                             const ResidualAdd& pre) {
   if (pre.present()) AddRmsNormTo(pre, rows, static_cast<int>(w.cols));

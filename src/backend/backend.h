@@ -136,6 +136,11 @@ class Backend {
   // k_cache, v_cache: (capacity, kv_heads * head_dim). Scale 1, softmax in float32.
   virtual void Attention(F32 out, F32 q, F32 k_new, F32 v_new, F32 k_cache, F32 v_cache,
                          const AttentionShape& shape) = 0;
+  // NormRope of the queries (q_norm, inv_freq, positions) and then Attention over them; q's
+  // contents are unspecified afterwards (a backend may norm and rotate a copy as it loads it).
+  virtual void NormRopeAttention(F32 out, F32 q, const Weight& q_norm, float eps, std::span<const float> inv_freq,
+                                 std::span<const int64_t> positions, F32 k_new, F32 v_new, F32 k_cache, F32 v_cache,
+                                 const AttentionShape& shape);
   // Writes rows 0..rows-1 (positions start..) into the cache ring; only the last `capacity` land.
   virtual void CacheAppend(F32 k_cache, F32 v_cache, F32 k_new, F32 v_new, int rows, int row_size, int64_t start,
                            int64_t capacity) = 0;

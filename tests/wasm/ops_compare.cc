@@ -419,12 +419,13 @@ void RunAll(Backend& gpu, Backend& cpu) {
       return a;
     });
   }
+  // Angles of up to 100,000 radians (long contexts): sin and cos of the reduced angle.
   Case("rope", gpu, cpu, 1e-10, [&](Side& s) {
-    F32 x = s.Floats(Random(3 * 4 * 12));
+    F32 x = s.Floats(Random(4 * 4 * 12));
     std::vector<float> inv = {1.0f, 0.3f, 0.01f, 0.0f, 0.0f, 0.0f};
-    const std::vector<int64_t> pos = {0, 7, 1234};
-    s.be->Rope(x, 3, 4, inv, pos);
-    return s.Read(x, 3 * 4 * 12);
+    const std::vector<int64_t> pos = {0, 7, 1234, 100000};
+    s.be->Rope(x, 4, 4, inv, pos);
+    return s.Read(x, 4 * 4 * 12);
   });
   for (auto [window, past_only] : {std::pair{0, false}, {3, false}, {4, true}, {0, true}}) {
     Case("attention_w" + std::to_string(window) + (past_only ? "_past" : ""), gpu, cpu, 1e-10, [&](Side& s) {
@@ -447,6 +448,25 @@ void RunAll(Backend& gpu, Backend& cpu) {
       F32 out = s.Floats(std::vector<float>(rows * heads * d));
       AttentionShape sh{rows, heads, kvh, d, window, start, cap, cap, false};
       s.be->Attention(out, q, kn, vn, kc, vc, sh);
+      return s.Read(out, rows * heads * d);
+    });
+  }
+  // The query norm and RoPE folded into attention (one row: attention_wide norms and rotates the
+  // query it loads; three rows: apart), with splits over a long cache.
+  for (auto [rows, d, cached] : {std::tuple{1, 256, 300}, {1, 512, 40}, {1, 8, 5}, {3, 64, 20}}) {
+    Case("norm_rope_attention_r" + std::to_string(rows) + "_d" + std::to_string(d), gpu, cpu, 1e-10, [&](Side& s) {
+      const int heads = 8, kvh = 2, cap = 320, start = cached;
+      F32 q = s.Floats(Random(rows * heads * d)), kn = s.Floats(Random(rows * kvh * d)),
+          vn = s.Floats(Random(rows * kvh * d));
+      F32 kc = s.Floats(Random(cap * kvh * d)), vc = s.Floats(Random(cap * kvh * d));
+      F32 out = s.Floats(std::vector<float>(rows * heads * d));
+      Weight norm = s.MakeWeight(Random(d), 1, 1, d, DType::kBF16);
+      std::vector<float> inv(d / 2);
+      for (int i = 0; i < d / 2; ++i) inv[i] = i < d / 4 ? std::pow(10000.0f, -2.0f * i / d) : 0.0f;
+      std::vector<int64_t> pos(rows);
+      for (int r = 0; r < rows; ++r) pos[r] = start + r;
+      AttentionShape sh{rows, heads, kvh, d, 0, start, cached, cap, false};
+      s.be->NormRopeAttention(out, q, norm, 1e-6f, inv, pos, kn, vn, kc, vc, sh);
       return s.Read(out, rows * heads * d);
     });
   }

@@ -25,6 +25,7 @@ constexpr uint64_t kArenaAlign = 256;
 constexpr uint64_t kHostRegion = 4u << 20;  // small host inputs (ids, positions, frequencies)
 constexpr uint64_t kSplitRegion = 4u << 20;  // attention's partial results (splits of few rows)
 constexpr uint64_t kSplitTarget = 264;       // workgroups worth filling the GPU with (2 x 132 SMs)
+constexpr size_t kMaxParams = 32;  // parameter words per dispatch (web/gpu_bridge.mjs's PARAMS)
 constexpr uint64_t kMatMulFill = kSplitTarget;  // workgroups a matmul's tile size leaves at least
 
 class ArenaBuffer final : public Buffer {
@@ -465,6 +466,25 @@ class WebGpuBackend final : public Backend {
            {At(x), U(rows), U(heads), U(inv_freq.size()), pp, fp});
   }
   void Attention(F32 out, F32 q, F32 k_new, F32 v_new, F32 k_cache, F32 v_cache, const AttentionShape& s) override {
+    Attend(out, q, k_new, v_new, k_cache, v_cache, s, nullptr, 0.0f, {});
+  }
+  void NormRopeAttention(F32 out, F32 q, const Weight& q_norm, float eps, std::span<const float> inv_freq,
+                         std::span<const int64_t> positions, F32 k_new, F32 v_new, F32 k_cache, F32 v_cache,
+                         const AttentionShape& s) override {
+    // One row (decode, drafting): attention_wide norms and rotates its copy of the query as it
+    // loads it (the row's position is s.start). Else the norm and RoPE go first.
+    bool fold = s.rows == 1 && positions.size() == 1 && positions[0] == s.start && q_norm.present() &&
+                Bindings(q_norm) == 1 && inv_freq.size() * 2 == static_cast<size_t>(s.head_dim) && s.head_dim % 8 == 0;
+    for (F32 t : {out, q, k_new, v_new, k_cache, v_cache}) fold = fold && At(t) % 4 == 0;
+    if (!fold) {
+      Backend::NormRopeAttention(out, q, q_norm, eps, inv_freq, positions, k_new, v_new, k_cache, v_cache, s);
+      return;
+    }
+    Attend(out, q, k_new, v_new, k_cache, v_cache, s, &q_norm, eps, inv_freq);
+  }
+  // Attention; with q_norm, attention_wide norms and rotates the query first (one row).
+  void Attend(F32 out, F32 q, F32 k_new, F32 v_new, F32 k_cache, F32 v_cache, const AttentionShape& s,
+              const Weight* q_norm, float eps, std::span<const float> inv_freq) {
     // Few (row, head) pairs (decode, drafting) split their positions so the GPU has enough
     // workgroups; attention_combine merges the splits.
     if (s.head_dim > 512) {
@@ -475,10 +495,16 @@ class WebGpuBackend final : public Backend {
     const uint64_t positions = static_cast<uint64_t>(s.cached) + s.rows;
     uint64_t splits = std::min<uint64_t>({(kSplitTarget + pairs - 1) / pairs, (positions + 15) / 16, 64});
     splits = std::max<uint64_t>(1, std::min<uint64_t>(splits, kSplitRegion / 4 / (pairs * (s.head_dim + 2))));
-    const std::vector<uint32_t> p = {At(out), At(q), At(k_new), At(v_new), At(k_cache), At(v_cache), U(s.rows),
-                                     U(s.heads), U(s.kv_heads), U(s.head_dim),
-                                     U(s.window) | (s.past_only ? 0x80000000u : 0u), U(s.start), U(s.cached),
-                                     U(s.capacity), U(splits), U(split_base_ / 4)};
+    std::vector<uint32_t> p = {At(out), At(q), At(k_new), At(v_new), At(k_cache), At(v_cache), U(s.rows),
+                               U(s.heads), U(s.kv_heads), U(s.head_dim),
+                               U(s.window) | (s.past_only ? 0x80000000u : 0u), U(s.start), U(s.cached),
+                               U(s.capacity), U(splits), U(split_base_ / 4)};
+    if (q_norm) {
+      p.insert(p.end(), {HostU32(inv_freq.data(), inv_freq.size()), Fl(eps)});
+      Dispatch(Kernel::kAttentionWide, {q_norm}, pairs * splits, p, kNormed);
+      if (splits > 1) Dispatch(Kernel::kAttentionCombine, {}, pairs * ((s.head_dim + 63) / 64), p);
+      return;
+    }
     // Head dims and offsets in whole vec4s: the kernels that read them 16 bytes at a time.
     bool wide = s.head_dim % 4 == 0;
     for (F32 t : {out, q, k_new, v_new, k_cache, v_cache}) wide = wide && At(t) % 4 == 0;
@@ -764,6 +790,10 @@ class WebGpuBackend final : public Backend {
   void Dispatch(Kernel k, const std::vector<const Weight*>& ws, uint64_t groups, const std::vector<uint32_t>& params,
                 int variant = 0) {
     if (groups == 0) return;
+    if (params.size() > kMaxParams) {  // the bridge's uniform slot holds kMaxParams words
+      if (error_.ok()) error_ = Internal(std::string("webgpu: ") + KernelFile(k) + " given too many parameters");
+      return;
+    }
     auto wb = [&](size_t i) -> const WeightBuffer* {
       return i < ws.size() && ws[i]->present() ? static_cast<const WeightBuffer*>(ws[i]->buffer) : nullptr;
     };
@@ -790,7 +820,7 @@ class WebGpuBackend final : public Backend {
     cmds_.push_back(gy);
     std::vector<uint32_t> p = params;
     if (split) {
-      p.resize(16, 0);
+      if (p.size() < 16) p.resize(16, 0);
       p[15] = static_cast<uint32_t>(ChunkElements(ws[0]->dtype, wb(0)->chunk_bytes()));
     }
     cmds_.push_back(static_cast<uint32_t>(p.size()));

@@ -3,8 +3,11 @@
 // team of 16 lanes per position, 16 positions at a time, each lane one or two vec4s of the key;
 // values: four groups of 64 threads over every fourth position, a thread holding dims 4t .. 4t + 3
 // and 256 + 4t .. 256 + 4t + 3. Splits as attention.wgsl (the same partials for attention_combine).
+// NORMED (one row): the query is rms-normed with W1 and rotated (RoPE at position `start`,
+// frequencies at P16, eps P17) as it is loaded, as norm_rope.wgsl would have done it first.
 // P: out, q, k_new, v_new, k_cache, v_cache, rows, heads, kv_heads, head_dim,
-//    window | past_only << 31, start, cached, capacity, splits, partials
+//    window | past_only << 31, start, cached, capacity, splits, partials[, inv_freq, eps]
+const NORMED = NORMEDv;
 var<workgroup> qs: array<vec4<f32>, 128>;
 var<workgroup> sc: array<f32, 64>;
 var<workgroup> red: array<f32, 1024>;         // the scores' partial sums, 64 positions x 16 lanes
@@ -22,6 +25,31 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   let q = (pu(1u) + rh * d) / 4u;
   for (var i = lid.x; i < d4; i += 256u) { qs[i] = A[q + i]; }
   workgroupBarrier();
+  if (NORMED) {
+    var ss = 0.0;
+    for (var i = lid.x; i < d4; i += 256u) { ss += dot(qs[i], qs[i]); }
+    red[lid.x] = ss;
+    workgroupBarrier();
+    for (var k = 128u; k > 0u; k >>= 1u) {
+      if (lid.x < k) { red[lid.x] += red[lid.x + k]; }
+      workgroupBarrier();
+    }
+    let inv = 1.0 / sqrt(red[0] / f32(d) + pf(17u));
+    let h4 = d4 / 2u; let half = d / 2u; let pos = f32(pu(11u));
+    var lo = vec4<f32>(0.0); var hi = vec4<f32>(0.0);
+    if (lid.x < h4) {
+      let e = 4u * lid.x; let f = pu(16u) + e;
+      let angle = vec4<f32>(af(f), af(f + 1u), af(f + 2u), af(f + 3u)) * pos;
+      let ra = reduce_angle4(angle); let c = cos(ra); let sn = sin(ra);
+      let a = qs[lid.x] * inv * vec4<f32>(w1(e), w1(e + 1u), w1(e + 2u), w1(e + 3u));
+      let b = qs[lid.x + h4] * inv * vec4<f32>(w1(half + e), w1(half + e + 1u), w1(half + e + 2u), w1(half + e + 3u));
+      lo = a * c - b * sn;
+      hi = b * c + a * sn;
+    }
+    workgroupBarrier();  // every thread has read qs and the sum
+    if (lid.x < h4) { qs[lid.x] = lo; qs[lid.x + h4] = hi; }
+    workgroupBarrier();
+  }
   let team = lid.x >> 4u; let lane = lid.x & 15u;
   let group = lid.x >> 6u; let gl = lid.x & 63u;
   var m = -3.0e38;

@@ -21,7 +21,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   let pos = f32(au(pu(4u) + t / heads));
   for (var i = lid.x; i < half; i += 64u) {
     let angle = A[pu(5u) + i] * pos;
-    let c = cos(angle); let sn = sin(angle);
+    let ra = reduce_angle(angle); let c = cos(ra); let sn = sin(ra);
     let a = A[base + i] * inv * w1(i); let b = A[base + i + half] * inv * w1(i + half);
     A[base + i] = a * c - b * sn;
     A[base + i + half] = b * c + a * sn;

@@ -8,7 +8,7 @@
 @group(0) @binding(1) var<storage, read> W1: W1_TYPE;
 @group(0) @binding(2) var<storage, read> W2: W2_TYPE;
 @group(0) @binding(3) var<storage, read> W3: W3_TYPE;
-@group(0) @binding(4) var<uniform> P: array<vec4<u32>, 4>;
+@group(0) @binding(4) var<uniform> P: array<vec4<u32>, 8>;
 @group(0) @binding(5) var<storage, read> W4: array<u32>;
 
 fn w1word(k: u32) -> u32 { W1_WORD }
@@ -40,6 +40,17 @@ fn w1(i: u32) -> f32 { W1_READ }
 fn w1p(j: u32) -> vec2<f32> { W1P_READ }
 fn w2(i: u32) -> f32 { return ld2(i); }
 fn w3(i: u32) -> f32 { return ld3(i); }
+
+// An angle reduced to [-pi, pi] (x - 2 pi k, 2 pi in three parts): GPUs' sin and cos may be
+// accurate only near 0, and RoPE's angles reach thousands of radians.
+fn reduce_angle(x: f32) -> f32 {
+  let k = round(x * 0.15915494);
+  return fma(-k, 1.0253132e-11, fma(-k, 0.0019353072, fma(-k, 6.28125, x)));
+}
+fn reduce_angle4(x: vec4<f32>) -> vec4<f32> {
+  let k = round(x * 0.15915494);
+  return fma(-k, vec4<f32>(1.0253132e-11), fma(-k, vec4<f32>(0.0019353072), fma(-k, vec4<f32>(6.28125), x)));
+}
 
 // tanh that stays finite for large inputs on every driver.
 fn safe_tanh(x: f32) -> f32 { return tanh(clamp(x, -15.0, 15.0)); }

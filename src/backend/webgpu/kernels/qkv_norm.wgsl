@@ -39,7 +39,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     var wa = w2(i); var wb = w2(i + half);
     if (which == 0u) { wa = w1(i); wb = w1(i + half); }
     let angle = A[pu(8u) + i] * pos;
-    let c = cos(angle); let sn = sin(angle);
+    let ra = reduce_angle(angle); let c = cos(ra); let sn = sin(ra);
     let a = A[base + i] * inv * wa; let b = A[base + i + half] * inv * wb;
     A[base + i] = a * c - b * sn;
     A[base + i + half] = b * c + a * sn;

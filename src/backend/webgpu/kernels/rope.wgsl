@@ -7,7 +7,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n
   let i = t % half; let h = (t / half) % heads; let r = t / (half * heads);
   let pos = f32(au(pu(4u) + r));
   let angle = A[pu(5u) + i] * pos;
-  let c = cos(angle); let s = sin(angle);
+  let ra = reduce_angle(angle); let c = cos(ra); let s = sin(ra);
   let base = pu(0u) + (r * heads + h) * 2u * half;
   let a = A[base + i]; let b = A[base + i + half];
   A[base + i] = a * c - b * s;
