@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -395,18 +396,19 @@ class WebGpuBackend final : public Backend {
     const uint64_t tiles = static_cast<uint64_t>((rows + 63) / 64) * ((w.rows + 63) / 64);
     Dispatch(Kernel::kMatMul, {&w}, tiles, {At(out), At(in), U(rows), U(w.rows), U(w.cols)});
   }
-  // matmul_wide: the largest tile (rows x outputs: 64 x 32, 64 x 64, 128 x 64, 128 x 128;
-  // variants 3, 0, 1, 2 of the kernel) that still gives the GPU kMatMulFill workgroups.
+  // matmul_wide's tiles (rows x outputs) by kernel variant, and the variants from small to large.
+  static constexpr int kMatMulTiles[4][2] = {{64, 64}, {128, 64}, {128, 128}, {64, 32}};
+  static constexpr int kMatMulBySize[4] = {3, 0, 1, 2};
+  // matmul_wide with the largest tile that still gives the GPU kMatMulFill workgroups.
   void MatMulTiled(F32 out, F32 in, const Weight& w, int rows) {
-    static constexpr int kTiles[4][3] = {{3, 64, 32}, {0, 64, 64}, {1, 128, 64}, {2, 128, 128}};
-    auto tiles = [&](int t) {
-      return static_cast<uint64_t>((rows + kTiles[t][1] - 1) / kTiles[t][1]) *
-             ((w.rows + kTiles[t][2] - 1) / kTiles[t][2]);
+    auto tiles = [&](int v) {
+      return static_cast<uint64_t>((rows + kMatMulTiles[v][0] - 1) / kMatMulTiles[v][0]) *
+             ((w.rows + kMatMulTiles[v][1] - 1) / kMatMulTiles[v][1]);
     };
     int pick = 3;
-    while (pick > 0 && tiles(pick) < kMatMulFill) --pick;
-    Dispatch(Kernel::kMatMulWide, {&w}, tiles(pick), {At(out), At(in), U(rows), U(w.rows), U(w.cols)},
-             kTiles[pick][0]);
+    while (pick > 0 && tiles(kMatMulBySize[pick]) < kMatMulFill) --pick;
+    const int v = kMatMulBySize[pick];
+    Dispatch(Kernel::kMatMulWide, {&w}, tiles(v), {At(out), At(in), U(rows), U(w.rows), U(w.cols)}, v);
   }
   void NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w, int rows,
                   const ResidualAdd& pre) override {
@@ -473,14 +475,20 @@ class WebGpuBackend final : public Backend {
                          const AttentionShape& s) override {
     // One row (decode, drafting): attention_wide norms and rotates its copy of the query as it
     // loads it (the row's position is s.start). Else the norm and RoPE go first.
-    bool fold = s.rows == 1 && positions.size() == 1 && positions[0] == s.start && q_norm.present() &&
-                Bindings(q_norm) == 1 && inv_freq.size() * 2 == static_cast<size_t>(s.head_dim) && s.head_dim % 8 == 0;
-    for (F32 t : {out, q, k_new, v_new, k_cache, v_cache}) fold = fold && At(t) % 4 == 0;
+    const bool fold = s.rows == 1 && positions.size() == 1 && positions[0] == s.start && q_norm.present() &&
+                      Bindings(q_norm) == 1 && inv_freq.size() * 2 == static_cast<size_t>(s.head_dim) &&
+                      s.head_dim % 8 == 0 && WideAttention(s, {out, q, k_new, v_new, k_cache, v_cache});
     if (!fold) {
       Backend::NormRopeAttention(out, q, q_norm, eps, inv_freq, positions, k_new, v_new, k_cache, v_cache, s);
       return;
     }
     Attend(out, q, k_new, v_new, k_cache, v_cache, s, &q_norm, eps, inv_freq);
+  }
+  // Head dims and offsets in whole vec4s: the kernels that read them 16 bytes at a time.
+  static bool WideAttention(const AttentionShape& s, std::initializer_list<F32> tensors) {
+    bool wide = s.head_dim % 4 == 0;
+    for (F32 t : tensors) wide = wide && At(t) % 4 == 0;
+    return wide;
   }
   // Attention; with q_norm, attention_wide norms and rotates the query first (one row).
   void Attend(F32 out, F32 q, F32 k_new, F32 v_new, F32 k_cache, F32 v_cache, const AttentionShape& s,
@@ -499,23 +507,17 @@ class WebGpuBackend final : public Backend {
                                U(s.heads), U(s.kv_heads), U(s.head_dim),
                                U(s.window) | (s.past_only ? 0x80000000u : 0u), U(s.start), U(s.cached),
                                U(s.capacity), U(splits), U(split_base_ / 4)};
-    if (q_norm) {
-      p.insert(p.end(), {HostU32(inv_freq.data(), inv_freq.size()), Fl(eps)});
-      Dispatch(Kernel::kAttentionWide, {q_norm}, pairs * splits, p, kNormed);
-      if (splits > 1) Dispatch(Kernel::kAttentionCombine, {}, pairs * ((s.head_dim + 63) / 64), p);
-      return;
-    }
-    // Head dims and offsets in whole vec4s: the kernels that read them 16 bytes at a time.
-    bool wide = s.head_dim % 4 == 0;
-    for (F32 t : {out, q, k_new, v_new, k_cache, v_cache}) wide = wide && At(t) % 4 == 0;
-    if (wide && s.rows > 8 && s.heads % s.kv_heads == 0) {
+    const bool wide = WideAttention(s, {out, q, k_new, v_new, k_cache, v_cache});
+    if (q_norm) p.insert(p.end(), {HostU32(inv_freq.data(), inv_freq.size()), Fl(eps)});
+    if (!q_norm && wide && s.rows > 8 && s.heads % s.kv_heads == 0) {
       // Many rows (prefill): blocks of 16 query vectors that share a kv head, each reading the
       // keys and values once.
       const uint64_t blocks = (static_cast<uint64_t>(s.rows) * (s.heads / s.kv_heads) + 15) / 16;
       Dispatch(Kernel::kAttentionTiled, {}, blocks * s.kv_heads, p);
       return;
     }
-    Dispatch(wide ? Kernel::kAttentionWide : Kernel::kAttention, {}, pairs * splits, p);
+    Dispatch(wide ? Kernel::kAttentionWide : Kernel::kAttention, {q_norm ? q_norm : &kNoWeight}, pairs * splits, p,
+             q_norm ? kNormed : 0);
     if (splits > 1) Dispatch(Kernel::kAttentionCombine, {}, pairs * ((s.head_dim + 63) / 64), p);
   }
   void CacheAppend(F32 k_cache, F32 v_cache, F32 k_new, F32 v_new, int rows, int row_size, int64_t start,
@@ -705,8 +707,8 @@ class WebGpuBackend final : public Backend {
     const uint32_t id = static_cast<uint32_t>(kernel_ids_.size() + 1);
     std::string name = KernelFile(k);
     if (k == Kernel::kMatMulWide) {  // profiled per tile size
-      static constexpr const char* kTileNames[4] = {"64x64", "128x64", "128x128", "64x32"};
-      name = name + "_" + kTileNames[variant & 3];
+      const auto& t = kMatMulTiles[variant & 3];
+      name += "_" + std::to_string(t[0]) + "x" + std::to_string(t[1]);
     }
     if (k == Kernel::kBandwidth) {  // stands alone
       const std::string src = WgslSource(name.c_str());
