@@ -179,10 +179,14 @@ TEST_P(AssistantTest, InterruptionEndsGenerationEarly) {
   int seen = 0;
   auto count = [&](int) { ++seen; };
   o.interrupted = [&] { return seen >= 5; };
-  auto plain = Generate(*target_, prompt, o, count);
-  ASSERT_TRUE(plain.ok()) << plain.status().message();
-  EXPECT_EQ(plain->stop_reason, "interrupted");
-  EXPECT_EQ(plain->tokens, std::vector<int>(full.tokens.begin(), full.tokens.begin() + 5));
+  for (int ahead : {0, 2}) {  // plain decoding one step at a time, and with steps recorded ahead
+    seen = 0;
+    o.decode_ahead = ahead;
+    auto plain = Generate(*target_, prompt, o, count);
+    ASSERT_TRUE(plain.ok()) << plain.status().message();
+    EXPECT_EQ(plain->stop_reason, "interrupted");
+    EXPECT_EQ(plain->tokens, std::vector<int>(full.tokens.begin(), full.tokens.begin() + 5)) << "ahead " << ahead;
+  }
   seen = 0;
   auto spec = GenerateSpeculative(*target_, *assistant_, prompt, o, 3, count);
   ASSERT_TRUE(spec.ok()) << spec.status().message();

@@ -48,16 +48,24 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {
   nlohmann::json golden_;
 };
 
+// One step at a time, and with steps recorded ahead of the token read back (ids kept on the
+// backend; what the WebGPU backend does by default), which must not change a token or a stop.
 TEST_P(GoldenTest, GreedyTokensMatchReference) {
-  for (const auto& p : golden_["prompts"]) {
-    const std::vector<int32_t> prompt = p["prompt_ids"].get<std::vector<int32_t>>();
-    GenerateOptions opt;
-    opt.max_new_tokens = golden_["max_new_tokens"].get<int>();
-    opt.stop_ids = golden_["eos_token_ids"].get<std::vector<int>>();
-    auto r = Generate(*model_, prompt, opt);
-    ASSERT_TRUE(r.ok()) << r.status().message();
-    EXPECT_EQ(r->tokens, p["greedy_tokens"].get<std::vector<int>>()) << "prompt of " << prompt.size() << " tokens";
-    EXPECT_EQ(r->stop_reason, p["stop_reason"].get<std::string>());
+  for (int ahead : {0, 1, 3}) {
+    for (const auto& p : golden_["prompts"]) {
+      const std::vector<int32_t> prompt = p["prompt_ids"].get<std::vector<int32_t>>();
+      GenerateOptions opt;
+      opt.max_new_tokens = golden_["max_new_tokens"].get<int>();
+      opt.stop_ids = golden_["eos_token_ids"].get<std::vector<int>>();
+      opt.decode_ahead = ahead;
+      std::vector<int> streamed;
+      auto r = Generate(*model_, prompt, opt, [&](int t) { streamed.push_back(t); });
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      const std::string what = "prompt of " + std::to_string(prompt.size()) + " tokens, ahead " + std::to_string(ahead);
+      EXPECT_EQ(r->tokens, p["greedy_tokens"].get<std::vector<int>>()) << what;
+      EXPECT_EQ(streamed, r->tokens) << what;
+      EXPECT_EQ(r->stop_reason, p["stop_reason"].get<std::string>()) << what;
+    }
   }
 }
 

@@ -40,6 +40,8 @@ export function createGpuImports(device, memory, pending) {
   const compileChecks = [];  // error scopes of kernels registered since the last read
   const allocChecks = [];    // error scopes of buffers created since the last read
   let kernelError = null;
+  const reads = new Map();   // ticket -> Promise of the bytes (null when the read failed)
+  let nextRead = 1;
   const profile = {
     supported: device.features.has('timestamp-query'),
     on: false,
@@ -205,7 +207,7 @@ export function createGpuImports(device, memory, pending) {
         profile.ops.clear();
       }
     },
-    // Async like read_buffer: the profile as versioned JSON, written to dst (at most cap bytes);
+    // Async like read_finish: the profile as versioned JSON, written to dst (at most cap bytes);
     // returns its length.
     profile_read(dst, cap) {
       pending.promise = Promise.allSettled([...profile.pending]).then(() => {
@@ -216,27 +218,49 @@ export function createGpuImports(device, memory, pending) {
       });
       return 0;
     },
-    // Async: the module is suspended (asyncify) until the bytes are in its memory.
-    read_buffer(id, offset, dst, size) {
-      const staging = device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-      const encoder = device.createCommandEncoder();
-      encoder.copyBufferToBuffer(buffers[id], offset, staging, 0, size);
-      device.queue.submit([encoder.finish()]);
+    // Queues a copy of the bytes after everything submitted so far and starts mapping it; the
+    // module goes on recording (the next step) while the GPU works. Returns the read's ticket.
+    read_start(id, offset, size) {
+      const ticket = nextRead++;
+      let staging = null;
+      try {
+        staging = device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+        const encoder = device.createCommandEncoder();
+        encoder.copyBufferToBuffer(buffers[id], offset, staging, 0, size);
+        device.queue.submit([encoder.finish()]);
+      } catch (e) {
+        error ??= e;
+        staging?.destroy();
+        reads.set(ticket, Promise.resolve(null));
+        return ticket;
+      }
       const checks = [...compileChecks.splice(0), ...allocChecks.splice(0)];
-      pending.promise = Promise.all(checks).then(() => staging.mapAsync(GPUMapMode.READ)).then(() => {
+      reads.set(ticket, Promise.all(checks).then(() => staging.mapAsync(GPUMapMode.READ)).then(() => {
         if (kernelError) throw kernelError;
         if (error) throw error;
-        bytes().set(new Uint8Array(staging.getMappedRange()), dst);
+        const data = new Uint8Array(staging.getMappedRange()).slice();
         staging.unmap();
-        staging.destroy();
-        return 1;
+        return data;
       }).catch((e) => {
         error = e;
         if (e === kernelError) console.error(e.message);
-        staging.destroy();
-        return 0;
+        return null;
+      }).finally(() => staging.destroy()));
+      return ticket;
+    },
+    // Async: the module is suspended (asyncify) until the read's bytes are in its memory.
+    read_finish(ticket, dst, size) {
+      const read = reads.get(ticket);
+      reads.delete(ticket);
+      pending.promise = (read ?? Promise.resolve(null)).then((data) => {
+        if (!data || data.length !== size) return 0;
+        bytes().set(data, dst);
+        return 1;
       });
       return 0;
+    },
+    read_cancel(ticket) {
+      reads.delete(ticket);  // its staging buffer goes once mapped
     },
     max_binding_size() {
       return device.limits.maxStorageBufferBindingSize;

@@ -29,7 +29,7 @@ export async function instantiate(wasm, { wasi, device = null, host = {} }) {
     instance.exports.asyncify_start_unwind(dataPtr);
     return 0;
   };
-  const gpuWaits = new Set(['read_buffer', 'profile_read']);
+  const gpuWaits = new Set(['read_finish', 'profile_read']);
   const gpuImports = new Proxy({}, {
     get(_t, name) {
       const call = (...args) => {

@@ -1,8 +1,33 @@
 #include "backend/backend.h"
 
+#include <cstring>
+#include <vector>
+
 #include "base/quant.h"
 
 namespace g4 {
+namespace {
+
+// The default StartDownload: the bytes, read at the start.
+class ReadDownload : public PendingDownload {
+ public:
+  explicit ReadDownload(std::vector<uint8_t> bytes) : bytes_(std::move(bytes)) {}
+  Status Finish(void* dst) override {
+    if (!bytes_.empty()) std::memcpy(dst, bytes_.data(), bytes_.size());
+    return Status::Ok();
+  }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<PendingDownload>> Backend::StartDownload(const Buffer& src, size_t offset_bytes, size_t bytes) {
+  std::vector<uint8_t> data(bytes);
+  G4_RETURN_IF_ERROR(Download(src, offset_bytes, data.data(), bytes));
+  return std::unique_ptr<PendingDownload>(new ReadDownload(std::move(data)));
+}
 
 void Backend::AddRmsNorm(F32 x, F32 in, const Weight& weight, int rows, int dim, float eps, float scale) {
   const size_t count = static_cast<size_t>(rows) * dim;

@@ -26,6 +26,14 @@ class Buffer {
   size_t bytes_;
 };
 
+// A read started by Backend::StartDownload, finished (once) by Finish.
+class PendingDownload {
+ public:
+  virtual ~PendingDownload() = default;
+  // Waits for the bytes and copies them to dst (the size StartDownload was given).
+  virtual Status Finish(void* dst) = 0;
+};
+
 // A stored matrix (rows x cols, row-major) or a stack of `count` of them (MoE experts).
 struct Weight {
   const Buffer* buffer = nullptr;
@@ -103,6 +111,13 @@ class Backend {
                                                                uint64_t scales_offset) = 0;
   virtual Status Upload(Buffer& dst, size_t offset_bytes, const void* src, size_t bytes) = 0;
   virtual Status Download(const Buffer& src, size_t offset_bytes, void* dst, size_t bytes) = 0;
+  // A Download in two halves: the bytes are those every op recorded before this call leaves, and
+  // ops recorded after it (before Finish) do not change them. A backend whose reads overlap its
+  // work (DownloadsOverlap) returns at once, so the next step can be recorded while this one
+  // runs; the default reads now.
+  virtual Result<std::unique_ptr<PendingDownload>> StartDownload(const Buffer& src, size_t offset_bytes,
+                                                                 size_t bytes);
+  virtual bool DownloadsOverlap() const { return false; }
 
   // --- ops ---
   // out[r, :] = table[ids[r], :] * scale                            out: (rows, table.cols)

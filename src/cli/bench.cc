@@ -50,7 +50,7 @@ Status PrintProfile(Backend& backend, const char* what, double units) {
 // the prompt's prefill and over `steps` one-token forwards after it (separate passes: timing
 // every kernel costs time).
 Status ProfileDecode(Model& model, Backend& backend, const std::vector<int32_t>& prompt, int steps) {
-  G4_ASSIGN_OR_RETURN(auto cache, model.NewCache(static_cast<int64_t>(prompt.size()) + steps + 1));
+  G4_ASSIGN_OR_RETURN(auto cache, model.NewCache(static_cast<int64_t>(prompt.size()) + 2 * steps + 1));
   std::vector<int> ids;
   backend.Profile(true);
   G4_RETURN_IF_ERROR(model.ForwardArgmax(prompt, *cache, 1, &ids));
@@ -65,7 +65,30 @@ Status ProfileDecode(Model& model, Backend& backend, const std::vector<int32_t>&
   backend.Profile(false);
   const double per_token = static_cast<double>(backend.dispatches() - d0) / steps;
   if (per_token > 0) std::printf("dispatches per decoded token: %.1f\n", per_token);
-  return PrintProfile(backend, "decoded token", steps);
+  G4_RETURN_IF_ERROR(PrintProfile(backend, "decoded token", steps));
+  if (!backend.DownloadsOverlap()) return Status::Ok();
+  // Whether the host or the device bounds decoding: steps recorded and handed over back to back,
+  // each with its read started (ids on the backend, as generation runs them), against the time
+  // until the last read is in.
+  G4_ASSIGN_OR_RETURN(auto ids_buf, backend.Allocate(2 * sizeof(float)));
+  const float first = static_cast<float>(ids[0]);
+  G4_RETURN_IF_ERROR(backend.Upload(*ids_buf, 0, &first, sizeof(first)));
+  std::vector<std::unique_ptr<PendingDownload>> reads;
+  const int64_t t0 = MonotonicMicros();
+  for (int i = 0; i < steps; ++i) {
+    const size_t from = i % 2, to = (i + 1) % 2;
+    G4_RETURN_IF_ERROR(model.ForwardArgmaxOnDevice(F32{ids_buf.get(), from}, 1, *cache, 1, F32{ids_buf.get(), to}));
+    G4_ASSIGN_OR_RETURN(auto read, backend.StartDownload(*ids_buf, to * sizeof(float), sizeof(float)));
+    reads.push_back(std::move(read));
+  }
+  const int64_t t1 = MonotonicMicros();
+  float sink = 0.0f;
+  for (auto& r : reads) G4_RETURN_IF_ERROR(r->Finish(&sink));
+  const int64_t t2 = MonotonicMicros();
+  std::printf("%d decode steps recorded back to back: the host records and hands over one in %.3f ms; "
+              "the last read is in after %.3f ms per step\n", steps, (t1 - t0) / 1000.0 / steps,
+              (t2 - t0) / 1000.0 / steps);
+  return Status::Ok();
 }
 
 // Times a plain decode step, a draft step, a K+1-token verification and a whole round side by
@@ -153,7 +176,7 @@ Status BenchSpeculative(Model& model, const std::string& assistant_dir, Backend&
 
 int RunBench(const std::vector<std::string>& argv) {
   auto parsed = Args::Parse(argv, {"model", "assistant", "draft-tokens", "prompt-tokens", "decode-tokens", "threads",
-                                   "bandwidth-mib", "backend"},
+                                   "bandwidth-mib", "backend", "decode-ahead"},
                             {});
   if (!parsed.ok()) return Fail(parsed.status());
   const Args& a = *parsed;
@@ -162,7 +185,9 @@ int RunBench(const std::vector<std::string>& argv) {
   auto decode_tokens = a.GetInt("decode-tokens", 16, 2, 1 << 16);
   auto threads = a.GetInt("threads", 0, 0, 1024);
   auto bw_mib = a.GetInt("bandwidth-mib", 2048, 64, 1 << 16);
-  for (const Status* s : {&prompt_tokens.status(), &decode_tokens.status(), &threads.status(), &bw_mib.status()}) {
+  auto ahead = a.GetInt("decode-ahead", -1, -1, 16);
+  for (const Status* s : {&prompt_tokens.status(), &decode_tokens.status(), &threads.status(), &bw_mib.status(),
+                          &ahead.status()}) {
     if (!s->ok()) return Fail(*s);
   }
   auto k = a.GetInt("draft-tokens", 2, 1, kMaxDraftTokens);
@@ -199,6 +224,7 @@ int RunBench(const std::vector<std::string>& argv) {
   GenerateOptions opt;
   opt.max_new_tokens = static_cast<int>(*decode_tokens);
   opt.stop_ids = {-1};  // run the whole budget
+  opt.decode_ahead = static_cast<int>(*ahead);
   // A first run of the same shapes compiles every kernel (WebGPU) before anything is timed.
   GenerateOptions warm_opt;
   warm_opt.max_new_tokens = 2;
@@ -216,6 +242,18 @@ int RunBench(const std::vector<std::string>& argv) {
               decode_tps);
   std::printf("weights streamed per decoded token: %.3f GB -> %.2f GB/s = %.1f%% of measured bandwidth\n",
               per_token_gb, per_token_gb * decode_tps, bandwidth > 0 ? 100.0 * per_token_gb * decode_tps / bandwidth : 0.0);
+  if (backend->DownloadsOverlap() && opt.decode_ahead != 0) {
+    // Side by side: each step's token read back before the next step is recorded.
+    GenerateOptions one = opt;
+    one.decode_ahead = 0;
+    auto r1 = Generate(**model, prompt, one);
+    if (!r1.ok()) return Fail(r1.status());
+    if (r1->tokens != r->tokens) return Fail(Internal("bench: decoding one step at a time gave other tokens"));
+    const double one_tps = r1->stats.decode_tokens_per_s();
+    std::printf("decode, one step at a time (each token read before the next step is recorded): %.3f tokens/s; "
+                "recording %d step(s) ahead: %.2fx\n", one_tps, opt.decode_ahead > 0 ? opt.decode_ahead : kDecodeAhead,
+                one_tps > 0 ? decode_tps / one_tps : 0.0);
+  }
   {
     Status s = ProfileDecode(**model, *backend, prompt, static_cast<int>(std::min<int64_t>(*decode_tokens, 16)));
     if (!s.ok()) return Fail(s);

@@ -16,7 +16,7 @@ const char kUsage[] =
     "  tokenize --tokenizer FILE (--text T | --text-file F) [--json] | --bench [--text-file F]\n"
     "  inspect  --model DIR [--context N]   (tensors, bytes, memory at a context: 4096 by default)\n"
     "  bench    --model DIR [--assistant DIR [--draft-tokens K]] [--prompt-tokens N] [--decode-tokens N]\n"
-    "           [--threads N] [--bandwidth-mib N]\n"
+    "           [--threads N] [--bandwidth-mib N] [--decode-ahead N]\n"
     "  synth    --shape e2b|e2b-assistant --out DIR [--layers N] [--seed S]   (random weights of a real shape)\n"
     "  export   --model DIR [--assistant DIR] --quant q8|q4|bf16 -o OUT   (artifacts; native build only)\n"
     "  accuracy --model DIR [--quant q8,q4] [--prompts N] [--steps N] [--seed S] [--json]   (quantized vs source)\n";

@@ -177,13 +177,18 @@ Status Model::Forward(std::span<const int32_t> tokens, KvCache& cache, int logit
 }
 
 Status Model::ForwardArgmax(std::span<const int32_t> tokens, KvCache& cache, int rows, std::vector<int>* ids) {
-  if (rows < 1 || rows > static_cast<int>(tokens.size())) return InvalidArgument("forward: rows out of range");
-  G4_RETURN_IF_ERROR(Run(tokens, cache));
-  G4_ASSIGN_OR_RETURN(const F32 out_logits, Head(static_cast<int>(tokens.size()), rows));
-  backend_.Argmax(Scratch(kIds), out_logits, rows, config_.vocab);
+  G4_RETURN_IF_ERROR(ForwardArgmaxTo(tokens, cache, rows, F32{}));
   std::vector<float> f(rows);
   G4_RETURN_IF_ERROR(backend_.Download(*scratch_[kIds], 0, f.data(), rows * sizeof(float)));
   ids->assign(f.begin(), f.end());
+  return Status::Ok();
+}
+
+Status Model::ForwardArgmaxTo(std::span<const int32_t> tokens, KvCache& cache, int rows, F32 out_ids) {
+  if (rows < 1 || rows > static_cast<int>(tokens.size())) return InvalidArgument("forward: rows out of range");
+  G4_RETURN_IF_ERROR(Run(tokens, cache));
+  G4_ASSIGN_OR_RETURN(const F32 out_logits, Head(static_cast<int>(tokens.size()), rows));
+  backend_.Argmax(out_ids.buffer ? out_ids : Scratch(kIds), out_logits, rows, config_.vocab);
   return Status::Ok();
 }
 

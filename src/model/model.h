@@ -87,6 +87,9 @@ class Model {
   // The same pass, reading back only the greedy token of each of the last `rows` rows (the
   // argmax runs on the backend, so a GPU returns a few ids instead of whole logit rows).
   Status ForwardArgmax(std::span<const int32_t> tokens, KvCache& cache, int rows, std::vector<int>* ids);
+  // The same pass, leaving the greedy tokens of the last `rows` rows on the backend, at `out_ids`
+  // (rows floats; no buffer: the model's own scratch), as ForwardArgmaxOnDevice does.
+  Status ForwardArgmaxTo(std::span<const int32_t> tokens, KvCache& cache, int rows, F32 out_ids);
   // The same pass, reading back only the k best (id, logit) of the last row, largest first, the
   // lower id first among equals (top-k on the backend; sampling reads these, not the vocabulary).
   Status ForwardTopK(std::span<const int32_t> tokens, KvCache& cache, int k, std::vector<std::pair<int, float>>* top);

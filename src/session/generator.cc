@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 
 namespace g4 {
 
@@ -18,6 +19,76 @@ double GenerationStats::decode_tokens_per_s() const {
   const int steps = generated_tokens - 1;  // the first token comes from the prefill
   return decode_us > 0 && steps > 0 ? steps * 1e6 / static_cast<double>(decode_us) : 0.0;
 }
+
+namespace {
+
+bool IsStop(const std::vector<int>& stops, int token) {
+  return std::find(stops.begin(), stops.end(), token) != stops.end();
+}
+
+// Greedy decoding with each step's token left on the backend for the next step to embed, so the
+// next step is recorded (and its dispatches handed over) while the backend still runs this one,
+// and its id is read back behind it. A stop token or an interruption seen after steps have been
+// started leaves them run and unread: their positions are dropped from the cache.
+Result<GenerationResult> GenerateAhead(Model& model, std::span<const int32_t> prompt, const GenerateOptions& options,
+                                       const std::vector<int>& stops, std::unique_ptr<KvCache> cache,
+                                       const std::function<void(int)>& on_token) {
+  GenerationResult result;
+  result.stop_reason = "length";
+  result.stats.prompt_tokens = static_cast<int>(prompt.size());
+  Backend& be = model.backend();
+  const int ahead = options.decode_ahead > 0 ? options.decode_ahead : kDecodeAhead;
+  // Slot i % 2 holds the id of the i-th generated token: step i reads slot (i - 1) % 2 and writes
+  // slot i % 2, whose read is queued right after it, before step i + 1 is recorded.
+  constexpr int slots = 2;
+  G4_ASSIGN_OR_RETURN(auto ids_buf, be.Allocate(slots * sizeof(float)));
+  const F32 ids{ids_buf.get(), 0};
+  std::deque<std::unique_ptr<PendingDownload>> reads;  // of tokens emitted + 1 .. started - 1
+  int started = 0;                                     // tokens whose step has been recorded
+
+  const int64_t t0 = MonotonicMicros();
+  G4_ASSIGN_OR_RETURN(std::span<const int32_t> tail, model.PrefillHead(prompt, *cache));
+  G4_RETURN_IF_ERROR(model.ForwardArgmaxTo(tail, *cache, 1, ids.At(0)));
+  started = 1;
+  G4_ASSIGN_OR_RETURN(auto first, be.StartDownload(*ids_buf, 0, sizeof(float)));
+  float id = 0.0f;
+  G4_RETURN_IF_ERROR(first->Finish(&id));
+  const int64_t t1 = MonotonicMicros();
+  result.stats.prefill_us = t1 - t0;
+  int emitted = 0;
+  while (true) {
+    const int token = static_cast<int>(id);
+    result.tokens.push_back(token);
+    ++emitted;
+    if (on_token) on_token(token);
+    if (IsStop(stops, token)) {
+      result.stop_reason = "eos";
+      break;
+    }
+    if (emitted >= options.max_new_tokens) break;
+    if (options.interrupted && options.interrupted()) {
+      result.stop_reason = "interrupted";
+      break;
+    }
+    // Keep `ahead` steps recorded beyond the one whose token is read next (never past the budget).
+    while (started < options.max_new_tokens && started - emitted <= ahead) {
+      const int from = (started - 1) % slots, to = started % slots;
+      G4_RETURN_IF_ERROR(model.ForwardArgmaxOnDevice(ids.At(from), 1, *cache, 1, ids.At(to)));
+      G4_ASSIGN_OR_RETURN(auto read, be.StartDownload(*ids_buf, to * sizeof(float), sizeof(float)));
+      reads.push_back(std::move(read));
+      ++started;
+    }
+    G4_RETURN_IF_ERROR(reads.front()->Finish(&id));
+    reads.pop_front();
+  }
+  // Steps recorded past a stop (started - emitted of them) ran on the local cache, which goes
+  // with this call; their reads are dropped with `reads`.
+  result.stats.decode_us = MonotonicMicros() - t1;
+  result.stats.generated_tokens = static_cast<int>(result.tokens.size());
+  return result;
+}
+
+}  // namespace
 
 Result<GenerationResult> Generate(Model& model, std::span<const int32_t> prompt, const GenerateOptions& options,
                                   const std::function<void(int)>& on_token) {
@@ -62,6 +133,9 @@ Result<GenerationResult> Generate(Model& model, std::span<const int32_t> prompt,
     return sampler.Sample(logits);
   };
 
+  if (ids_only && options.decode_ahead != 0 && (options.decode_ahead > 0 || model.backend().DownloadsOverlap())) {
+    return GenerateAhead(model, prompt, options, stops, std::move(cache), on_token);
+  }
   const int64_t t0 = MonotonicMicros();
   G4_ASSIGN_OR_RETURN(std::span<const int32_t> tail, model.PrefillHead(prompt, *cache));
   G4_ASSIGN_OR_RETURN(int token, step(tail));
@@ -72,7 +146,7 @@ Result<GenerationResult> Generate(Model& model, std::span<const int32_t> prompt,
     result.tokens.push_back(token);
     if (options.top_logits > 0) result.top_logits.push_back(TopK(logits, options.top_logits));
     if (on_token) on_token(token);
-    if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
+    if (IsStop(stops, token)) {
       result.stop_reason = "eos";
       break;
     }

@@ -24,7 +24,14 @@ struct GenerateOptions {
   // Speculative decoding: told after each round's verification (may be empty), before its tokens
   // are emitted: drafted nd, accepted m (the first m drafts).
   std::function<void(int drafted, int accepted)> on_round;
+  // Greedy decoding without recorded logits: how many steps to record beyond the one whose token
+  // is read back next (each step embeds the previous one's id on the backend). 0: none, one step
+  // at a time; -1: kDecodeAhead where the backend's reads overlap its work, else none.
+  int decode_ahead = -1;
 };
+
+// Steps recorded ahead by default (decode_ahead -1 on a backend whose reads overlap its work).
+inline constexpr int kDecodeAhead = 1;
 
 // One speculative round, for tests and traces.
 struct RoundTrace {

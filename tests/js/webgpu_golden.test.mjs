@@ -34,6 +34,11 @@ for (const name of readdirSync(models).sort()) {
         }
       }
       assert.ok(checked > 0);
+      // Without recorded logits only ids come back, and steps are recorded ahead of each read.
+      const ids = run(['generate', '--model', dir, '--prompt-ids', p.prompt_ids.join(','), '--max-new-tokens',
+                       String(golden.max_new_tokens), '--json']);
+      assert.deepEqual(ids.tokens, p.greedy_tokens);
+      assert.equal(ids.stop_reason, p.stop_reason);
     }
   });
   for (const a of readdirSync(dir).filter((f) => f.startsWith('assistant_')).sort()) {

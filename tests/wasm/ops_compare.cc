@@ -560,6 +560,25 @@ void RunAll(Backend& gpu, Backend& cpu) {
     s.be->ArgmaxKeyed(id, x, k, 999);
     return s.Read(id, 1);
   });
+  // A started download holds the bytes of the ops recorded before it, not of those after, and
+  // reads finish in any order.
+  Case("start_download_before_later_ops", gpu, cpu, 1e-12, [&](Side& s) {
+    const size_t n = 301;
+    F32 x = s.Floats(Random(n));
+    s.be->Scale(x, n, 2.0f);
+    auto first = s.be->StartDownload(*x.buffer, 0, n * 4);
+    s.be->Scale(x, n, -3.0f);
+    auto second = s.be->StartDownload(*x.buffer, 4, (n - 1) * 4);
+    s.be->Softcap(x, n, 5.0f);
+    auto dropped = s.be->StartDownload(*x.buffer, 0, n * 4);  // never finished
+    if (!first.ok() || !second.ok() || !dropped.ok()) std::abort();
+    std::vector<float> a(n), b(n - 1);
+    if (!(*second)->Finish(b.data()).ok() || !(*first)->Finish(a.data()).ok()) std::abort();
+    auto now = s.Read(x, n);
+    a.insert(a.end(), b.begin(), b.end());
+    a.insert(a.end(), now.begin(), now.end());
+    return a;
+  });
   Case("accept_drafts", gpu, cpu, 0.0, [&](Side& s) {
     std::vector<float> got;
     for (auto [drafts, target] : {std::pair<std::vector<float>, std::vector<float>>{{4, 5, 6}, {4, 5, 6, 7}},

@@ -17,8 +17,14 @@ G4_GPU_IMPORT(register_kernel)
 uint32_t g4_gpu_register_kernel(uint32_t id, const char* wgsl, uint32_t length, const char* name, uint32_t name_length);
 // Runs a recorded command list (see webgpu_backend.cc) as one submit.
 G4_GPU_IMPORT(submit) void g4_gpu_submit(const uint32_t* words, uint32_t count);
-// Copies bytes back into wasm memory once the GPU is done; suspends the caller (asyncify).
-G4_GPU_IMPORT(read_buffer) uint32_t g4_gpu_read_buffer(uint32_t buffer, double offset, void* dst, uint32_t size);
+// Starts reading bytes back: a copy queued after everything submitted so far. Returns a ticket
+// (> 0) for read_finish or read_cancel.
+G4_GPU_IMPORT(read_start) uint32_t g4_gpu_read_start(uint32_t buffer, double offset, uint32_t size);
+// Copies a started read's bytes into wasm memory once the GPU has made them; suspends the caller
+// (asyncify). Returns 1, or 0 when the read failed (device lost, a kernel error, out of memory).
+G4_GPU_IMPORT(read_finish) uint32_t g4_gpu_read_finish(uint32_t ticket, void* dst, uint32_t size);
+// Forgets a started read that will not be finished.
+G4_GPU_IMPORT(read_cancel) void g4_gpu_read_cancel(uint32_t ticket);
 // Kernel timing with timestamp queries, where the adapter has them: 1 starts afresh, 0 stops.
 G4_GPU_IMPORT(profile) void g4_gpu_profile(uint32_t on);
 // The profile so far as JSON (see web/gpu_bridge.mjs) into dst; returns its length, 0 if it does

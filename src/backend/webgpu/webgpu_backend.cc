@@ -40,6 +40,28 @@ class ArenaBuffer final : public Buffer {
   WebGpuBackend* owner_;
 };
 
+// A read the host has queued (read_start); finished or cancelled once.
+class GpuDownload final : public PendingDownload {
+ public:
+  GpuDownload(uint32_t ticket, size_t bytes) : ticket_(ticket), bytes_(bytes) {}
+  ~GpuDownload() override {
+    if (ticket_) g4_gpu_read_cancel(ticket_);
+  }
+  Status Finish(void* dst) override {
+    if (!ticket_) return FailedPrecondition("webgpu: a download was finished twice");
+    std::vector<uint8_t> tmp((bytes_ + 3) / 4 * 4);
+    const uint32_t ok = g4_gpu_read_finish(ticket_, tmp.data(), static_cast<uint32_t>(tmp.size()));
+    ticket_ = 0;
+    if (!ok) return Internal("webgpu: reading back failed (device lost, or a kernel error the host reported)");
+    if (bytes_) std::memcpy(dst, tmp.data(), bytes_);
+    return Status::Ok();
+  }
+
+ private:
+  uint32_t ticket_;
+  size_t bytes_;
+};
+
 // A weight in one GPU buffer, or split in up to three chunks of chunk_bytes when it is larger
 // than one binding may be.
 class WeightBuffer final : public Buffer {
@@ -302,16 +324,19 @@ class WebGpuBackend final : public Backend {
   }
 
   Status Download(const Buffer& src, size_t offset, void* dst, size_t bytes) override {
+    G4_ASSIGN_OR_RETURN(std::unique_ptr<PendingDownload> read, StartDownload(src, offset, bytes));
+    return read->Finish(dst);
+  }
+  Result<std::unique_ptr<PendingDownload>> StartDownload(const Buffer& src, size_t offset, size_t bytes) override {
     if (offset > src.bytes() || bytes > src.bytes() - offset) return OutOfRange("webgpu: download past the buffer");
     if (!error_.ok()) return error_;
     Flush();
-    std::vector<uint8_t> tmp((bytes + 3) / 4 * 4);
-    if (!g4_gpu_read_buffer(arena_, static_cast<double>(ArenaOffset(src) + offset), tmp.data(), static_cast<uint32_t>(tmp.size()))) {
-      return Internal("webgpu: reading back failed (device lost, or a kernel error the host reported)");
-    }
-    std::memcpy(dst, tmp.data(), bytes);
-    return Status::Ok();
+    const uint32_t size = static_cast<uint32_t>((bytes + 3) / 4 * 4);
+    const uint32_t ticket = g4_gpu_read_start(arena_, static_cast<double>(ArenaOffset(src) + offset), size);
+    if (!ticket) return Internal("webgpu: reading back failed to start (device lost)");
+    return std::unique_ptr<PendingDownload>(new GpuDownload(ticket, bytes));
   }
+  bool DownloadsOverlap() const override { return true; }
 
   // --- measurement
   uint64_t dispatches() const override { return dispatches_; }
