@@ -391,11 +391,27 @@ class WebGpuBackend final : public Backend {
     Dispatch(Kernel::kRmsNorm, {&a.norm}, rows,
              {At(a.x_out), At(a.delta), U(rows), U(dim), Fl(a.eps), U(a.norm.present()), 2, Fl(a.scale), At(a.x_in)});
   }
+  // A pending join, then the next block's input norm of the joined rows (normed = rmsnorm(in) *
+  // norm, in = pre.x_out): with a join, one rms_norm pass per row does both (many rows: prefill).
+  void JoinThenNorm(const ResidualAdd& pre, F32 normed, F32 in, const Weight& norm, float eps, int rows, int dim) {
+    auto split = [](const Weight& w) { return w.present() && Bindings(w) > 1; };
+    if (!pre.present() || split(norm) || split(pre.norm)) {
+      if (pre.present()) AddRmsNormTo(pre, rows, dim);
+      RmsNorm(normed, in, norm, rows, dim, eps);
+      return;
+    }
+    Dispatch(Kernel::kRmsNorm, {&pre.norm, &norm}, rows,
+             {At(pre.x_out), At(pre.delta), U(rows), U(dim), Fl(pre.eps), U(pre.norm.present()), 3, Fl(pre.scale),
+              At(pre.x_in), At(normed), Fl(eps), U(norm.present())});
+  }
   void GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& gate,
               const Weight& up, int rows, const ResidualAdd& pre) override {
     if (rows > 8 || !norm.present() || Bindings(gate) > 1 || Bindings(up) > 1 || gate.rows != up.rows ||
         gate.cols != up.cols) {
-      Backend::GateUp(out, up_scratch, normed_scratch, in, norm, eps, gate, up, rows, pre);
+      JoinThenNorm(pre, normed_scratch, in, norm, eps, rows, static_cast<int>(gate.cols));
+      MatMul(out, normed_scratch, gate, rows);
+      MatMul(up_scratch, normed_scratch, up, rows);
+      GeluMul(out, out, up_scratch, rows, static_cast<int>(gate.rows), static_cast<int>(up.rows));
       return;
     }
     // Decode and verification: the norm, both rows of each output feature and their product in
@@ -441,7 +457,8 @@ class WebGpuBackend final : public Backend {
       MatVec(out, in, w, &norm, eps, rows, {}, 0, pre);
       return;
     }
-    Backend::NormMatMul(out, normed_scratch, in, norm, eps, w, rows, pre);
+    JoinThenNorm(pre, normed_scratch, in, norm, eps, rows, static_cast<int>(w.cols));
+    MatMul(out, normed_scratch, w, rows);
   }
   void NormMatMul2(F32 out_a, F32 out_b, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& wa,
                    const Weight& wb, int rows) override {
@@ -551,8 +568,10 @@ class WebGpuBackend final : public Backend {
            {At(k_cache), At(v_cache), At(k_new), At(v_new), U(rows), U(row_size), U(start), U(capacity)});
   }
   void GeluMul(F32 out, F32 gate, F32 up, int rows, int cols, int up_stride) override {
-    Record(Kernel::kGeluMul, {}, static_cast<uint64_t>(rows) * cols,
-           {At(out), At(gate), At(up), U(rows), U(cols), U(up_stride)});
+    // Four columns a thread where rows are whole vec4s.
+    const bool vec = cols % 4 == 0 && up_stride % 4 == 0 && At(out) % 4 == 0 && At(gate) % 4 == 0 && At(up) % 4 == 0;
+    Dispatch(Kernel::kGeluMul, {}, (static_cast<uint64_t>(rows) * cols / (vec ? 4 : 1) + 63) / 64,
+             {At(out), At(gate), At(up), U(rows), U(cols), U(up_stride)}, vec ? kVecIn : 0);
   }
   void Add(F32 out, F32 a, F32 b, size_t count) override { Elementwise(0, count, out, a, b, 0.0f); }
   void Copy(F32 dst, F32 src, size_t count) override { Elementwise(2, count, dst, src, src, 0.0f); }
@@ -764,6 +783,8 @@ class WebGpuBackend final : public Backend {
     ReplaceAll(src, "A_ELEMENT", vec_arena ? "A[i >> 2u][i & 3u]" : "A[i]");
     ReplaceAll(src, "A_VEC4", vec_arena ? "return A[i];"
                                         : "return vec4<f32>(A[4u * i], A[4u * i + 1u], A[4u * i + 2u], A[4u * i + 3u]);");
+    ReplaceAll(src, "A4_SET", vec_arena ? "A[i] = v;"
+                                        : "A[4u * i] = v.x; A[4u * i + 1u] = v.y; A[4u * i + 2u] = v.z; A[4u * i + 3u] = v.w;");
     ReplaceAll(src, "W1_TYPE", wide1 ? "array<vec4<u32>>" : "array<u32>");
     ReplaceAll(src, "W2_TYPE", wide2 ? "array<vec4<u32>>" : "array<u32>");
     ReplaceAll(src, "W1_WORD", wide1 ? "return W1[k >> 2u][k & 3u];" : "return W1[k];");

@@ -23,6 +23,7 @@ fn af(i: u32) -> f32 { return A_ELEMENT; }
 fn afset(i: u32, v: f32) { A_ELEMENT = v; }
 // Floats 4i .. 4i + 3 of the arena.
 fn a4(i: u32) -> vec4<f32> { A_VEC4 }
+fn a4set(i: u32, v: vec4<f32>) { A4_SET }
 
 // Element i of each weight binding in its stored type (specialised per dtype when compiled).
 fn ld1(i: u32) -> f32 { W1_LOAD }
