@@ -22,14 +22,19 @@ double GenerationStats::decode_tokens_per_s() const {
 
 namespace {
 
-bool IsStop(const std::vector<int>& stops, int token) {
-  return std::find(stops.begin(), stops.end(), token) != stops.end();
+// Why generation ends with the `emitted`-th token `token` ("eos", "length", "interrupted"), or
+// null when it goes on. The interruption is asked last, only when nothing else ends it.
+const char* EndsWith(int token, int emitted, const GenerateOptions& options, const std::vector<int>& stops) {
+  if (std::find(stops.begin(), stops.end(), token) != stops.end()) return "eos";
+  if (emitted >= options.max_new_tokens) return "length";
+  if (options.interrupted && options.interrupted()) return "interrupted";
+  return nullptr;
 }
 
 // Greedy decoding with each step's token left on the backend for the next step to embed, so the
 // next step is recorded (and its dispatches handed over) while the backend still runs this one,
-// and its id is read back behind it. A stop token or an interruption seen after steps have been
-// started leaves them run and unread: their positions are dropped from the cache.
+// and its id is read back behind it. Steps recorded past a stop token or an interruption run on
+// this call's own cache, which goes with it, and their reads are dropped unfinished.
 Result<GenerationResult> GenerateAhead(Model& model, std::span<const int32_t> prompt, const GenerateOptions& options,
                                        const std::vector<int>& stops, std::unique_ptr<KvCache> cache,
                                        const std::function<void(int)>& on_token) {
@@ -44,30 +49,23 @@ Result<GenerationResult> GenerateAhead(Model& model, std::span<const int32_t> pr
   G4_ASSIGN_OR_RETURN(auto ids_buf, be.Allocate(slots * sizeof(float)));
   const F32 ids{ids_buf.get(), 0};
   std::deque<std::unique_ptr<PendingDownload>> reads;  // of tokens emitted + 1 .. started - 1
-  int started = 0;                                     // tokens whose step has been recorded
 
   const int64_t t0 = MonotonicMicros();
   G4_ASSIGN_OR_RETURN(std::span<const int32_t> tail, model.PrefillHead(prompt, *cache));
   G4_RETURN_IF_ERROR(model.ForwardArgmaxTo(tail, *cache, 1, ids.At(0)));
-  started = 1;
-  G4_ASSIGN_OR_RETURN(auto first, be.StartDownload(*ids_buf, 0, sizeof(float)));
   float id = 0.0f;
-  G4_RETURN_IF_ERROR(first->Finish(&id));
+  G4_RETURN_IF_ERROR(be.Download(*ids_buf, 0, &id, sizeof(id)));
   const int64_t t1 = MonotonicMicros();
   result.stats.prefill_us = t1 - t0;
+  int started = 1;  // tokens whose step has been recorded (the first: the prefill's)
   int emitted = 0;
   while (true) {
     const int token = static_cast<int>(id);
     result.tokens.push_back(token);
     ++emitted;
     if (on_token) on_token(token);
-    if (IsStop(stops, token)) {
-      result.stop_reason = "eos";
-      break;
-    }
-    if (emitted >= options.max_new_tokens) break;
-    if (options.interrupted && options.interrupted()) {
-      result.stop_reason = "interrupted";
+    if (const char* end = EndsWith(token, emitted, options, stops)) {
+      result.stop_reason = end;
       break;
     }
     // Keep `ahead` steps recorded beyond the one whose token is read next (never past the budget).
@@ -81,8 +79,6 @@ Result<GenerationResult> GenerateAhead(Model& model, std::span<const int32_t> pr
     G4_RETURN_IF_ERROR(reads.front()->Finish(&id));
     reads.pop_front();
   }
-  // Steps recorded past a stop (started - emitted of them) ran on the local cache, which goes
-  // with this call; their reads are dropped with `reads`.
   result.stats.decode_us = MonotonicMicros() - t1;
   result.stats.generated_tokens = static_cast<int>(result.tokens.size());
   return result;
@@ -146,13 +142,8 @@ Result<GenerationResult> Generate(Model& model, std::span<const int32_t> prompt,
     result.tokens.push_back(token);
     if (options.top_logits > 0) result.top_logits.push_back(TopK(logits, options.top_logits));
     if (on_token) on_token(token);
-    if (IsStop(stops, token)) {
-      result.stop_reason = "eos";
-      break;
-    }
-    if (static_cast<int>(result.tokens.size()) >= options.max_new_tokens) break;
-    if (options.interrupted && options.interrupted()) {
-      result.stop_reason = "interrupted";
+    if (const char* end = EndsWith(token, static_cast<int>(result.tokens.size()), options, stops)) {
+      result.stop_reason = end;
       break;
     }
     const int32_t next = token;
