@@ -209,7 +209,8 @@ void RunAll(Backend& gpu, Backend& cpu) {
   const DType dtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
   for (DType dt : dtypes) {
     for (auto [rows, outs, ins] : {std::tuple{1, 5, 3}, {3, 33, 17}, {5, 100, 129}, {33, 9, 300}, {1, 70, 64},
-                                   {2, 19, 36}, {4, 65, 130}, {7, 40, 48}, {8, 11, 22}, {70, 130, 40}, {2, 21, 1544}}) {
+                                   {2, 19, 36}, {4, 65, 130}, {7, 40, 48}, {8, 11, 22}, {70, 130, 40}, {2, 21, 1544},
+                                   {1, 13, 4096}, {3, 9, 2048}}) {  // the last three: 2, 8 and 4 teams a feature
       Case(std::string("matmul_") + DTypeName(dt) + "_" + std::to_string(rows) + "x" + std::to_string(outs) + "x" +
                std::to_string(ins),
            gpu, cpu, 1e-10, [&](Side& s) {
@@ -274,7 +275,7 @@ void RunAll(Backend& gpu, Backend& cpu) {
   // rows) and the fused MLP input (norm, gate . h, up . h, gelu product): odd row lengths,
   // f32/f16/bf16 and the block types.
   for (DType dt : {DType::kF32, DType::kBF16, DType::kF16, DType::kQ8, DType::kQ4}) {
-    for (auto [rows, ins] : {std::pair{1, 96}, {3, 160}, {5, 64}, {8, 1056}, {9, 96}, {2, 37}}) {
+    for (auto [rows, ins] : {std::pair{1, 96}, {3, 160}, {5, 64}, {8, 1056}, {9, 96}, {2, 37}, {1, 2048}}) {
       if (IsQuantized(dt) && ins % 32) continue;
       const std::string shape = std::string(DTypeName(dt)) + "_" + std::to_string(rows) + "x" + std::to_string(ins);
       auto make = [&](Side& s, int outs) {

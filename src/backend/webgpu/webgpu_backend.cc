@@ -476,9 +476,10 @@ class WebGpuBackend final : public Backend {
       return;
     }
     const int64_t outs = wa.rows + wb.rows;
-    Dispatch(Kernel::kMatVecWide, {&wa, &norm, &wb}, (outs + 7) / 8,
+    const int teams = TeamsPerFeature(outs, wa.cols);
+    Dispatch(Kernel::kMatVecWide, {&wa, &norm, &wb}, (outs * teams + 7) / 8,
              {At(out_a), At(in), U(rows), U(outs), U(wa.cols), Fl(eps), At(out_b), U(wa.rows)},
-             RowsVariant(rows) | kNormed | kTwo);
+             RowsVariant(rows) | kNormed | kTwo | TeamsVariant(teams));
   }
   void NormRope(F32 x, int rows, int heads, const Weight& norm, float eps, std::span<const float> inv_freq,
                 std::span<const int64_t> positions) override {
@@ -660,6 +661,18 @@ class WebGpuBackend final : public Backend {
   static constexpr int kVecIn = 64;   // variant bit: the arena seen as vec4s, the input read four floats at a time
   static constexpr int kPre = 128;    // variant bit: a residual join made on the way in (residual_add.wgsl)
   static constexpr int kTwo = 256;    // variant bit: matvec_wide over two matrices (NormMatMul2)
+  static constexpr int kTeamsShift = 9;  // variant bits 9, 10: log2 of matvec_wide's teams per feature
+  // matvec_wide's teams per output feature: doubled while the dispatch has fewer than 4,096 teams
+  // and each team keeps at least 64 words of its row (two per lane). On the H200, E2B's
+  // down-projections (1,536 features of 6,144 or 12,288 weights) took 192 workgroups of one team a
+  // feature, fewer than two per core.
+  static int TeamsPerFeature(int64_t features, int64_t cols) {
+    const int64_t words = cols / 8;
+    int teams = 1;
+    while (teams < 8 && features * teams < 4096 && words / (2 * teams) >= 64) teams *= 2;
+    return teams;
+  }
+  static int TeamsVariant(int teams) { return (teams == 8 ? 3 : teams == 4 ? 2 : teams == 2 ? 1 : 0) << kTeamsShift; }
   static inline const Weight kNoWeight{};
   // A pending join the wide kernels make as they read their input: one row (decode, drafting),
   // whole vec4s, one binding for its norm. With more rows (verification) the extra reads of
@@ -692,9 +705,10 @@ class WebGpuBackend final : public Backend {
     std::vector<uint32_t> p = {At(out), At(fused ? pre.x_in : in), U(rows), U(w.rows), U(w.cols), Fl(eps),
                                gelu ? At(gelu_mul) : 0, U(mul_stride)};
     if (fused) PreParams(pre, &p);
-    Dispatch(k, ws, (w.rows + 7) / 8, p,
+    const int teams = k == Kernel::kMatVecWide ? TeamsPerFeature(w.rows, w.cols) : 1;
+    Dispatch(k, ws, (w.rows * teams + 7) / 8, p,
              RowsVariant(rows) | (norm ? kNormed : 0) | (gelu ? kGelu : 0) | (fused ? kPre : 0) |
-                 (k == Kernel::kMatVecQ && At(in) % 4 == 0 ? kVecIn : 0));
+                 (k == Kernel::kMatVecQ && At(in) % 4 == 0 ? kVecIn : 0) | TeamsVariant(teams));
   }
   void Elementwise(uint32_t op, size_t count, F32 out, F32 a, F32 b, float s) {
     Record(Kernel::kElementwise, {}, count, {op, U(count), At(out), At(a), At(b), Fl(s)});
@@ -820,6 +834,7 @@ class WebGpuBackend final : public Backend {
     ReplaceAll(src, "NORMEDv", (variant & kNormed) ? "true" : "false");
     ReplaceAll(src, "GELUv", (variant & kGelu) ? "true" : "false");
     ReplaceAll(src, "TWOv", (variant & kTwo) ? "true" : "false");
+    ReplaceAll(src, "TEAMSv", std::to_string(1 << ((variant >> kTeamsShift) & 3)) + "u");
     ReplaceAll(src, "W3_VEC4", wide3 ? "W3[k]" : "vec4<u32>(0u)");
     ReplaceAll(src, "VEC_INv", (variant & kVecIn) ? "true" : "false");
     ReplaceAll(src, "QBITS", d[0] == static_cast<int>(DType::kQ4) ? "4" : "8");

@@ -1,11 +1,14 @@
 // matvec.wgsl for 16-bit weights (bf16, f16) in one binding, rows of a multiple of 8, and an
 // input whose offset is a multiple of 4: each lane loads 16-byte words (eight weights, four words
-// in flight) and the matching inputs as two vec4s (the arena seen as vec4s). A team of 32 threads
-// per output feature, eight per workgroup. P: out, in, rows, out_features, in_features, eps, mul,
-// mul_stride. ROWS (1, 2, 4 or 8) is fixed when compiled; NORMED and GELU as in matvec.wgsl; PRE
+// in flight) and the matching inputs as two vec4s (the arena seen as vec4s). TEAMS teams of 32
+// threads per output feature, each over every TEAMS-th run of 32 words of the row (a long row, or
+// few output features, gets more of the GPU's threads), eight teams per workgroup. P: out, in,
+// rows, out_features, in_features, eps, mul, mul_stride. ROWS (1, 2, 4 or 8) and TEAMS (1, 2, 4
+// or 8) are fixed when compiled; NORMED and GELU as in matvec.wgsl; PRE
 // (residual_add.wgsl, its norm in W3) joins a residual into the input first. TWO: output features
 // from P7 on come from a second matrix, W3, of the same width, and go to P6 (GELU and PRE off).
 const ROWS = VARIANTu;
+const TEAMS = TEAMSv;  // 1, 2, 4 or 8
 const NORMED = NORMEDv;
 const GELU = GELUv;
 const TWO = TWOv;
@@ -49,7 +52,8 @@ fn wrow(second: bool, k: u32) -> vec4<u32> {
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
   let team = lid.x >> 5u; let lane = lid.x & 31u;
-  let o = (wg.x + wg.y * n.x) * 8u + team;
+  let slice = team % TEAMS;  // which of its output feature's teams this is
+  let o = (wg.x + wg.y * n.x) * (8u / TEAMS) + team / TEAMS;
   let rows = pu(2u); let outs = pu(3u); let ins = pu(4u);
   // With TWO, the team's matrix (second: W3) and its row in it.
   let second = TWO && o >= pu(7u);
@@ -60,22 +64,27 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   if (o < outs) {
     let octs = ins >> 3u;
     let base = row * octs;
-    var q = lane;
-    for (; q + 96u < octs; q += 128u) {
-      let w0 = wrow(second, base + q); let w1 = wrow(second, base + q + 32u);
-      let w2 = wrow(second, base + q + 64u); let w3 = wrow(second, base + q + 96u);
+    const S = 32u * TEAMS;  // the stride between a team's runs
+    var q = slice * 32u + lane;
+    for (; q + 3u * S < octs; q += 4u * S) {
+      let w0 = wrow(second, base + q); let w1 = wrow(second, base + q + S);
+      let w2 = wrow(second, base + q + 2u * S); let w3 = wrow(second, base + q + 3u * S);
       oct_dot(&acc, &sq, w0, q, x, rows, ins);
-      oct_dot(&acc, &sq, w1, q + 32u, x, rows, ins);
-      oct_dot(&acc, &sq, w2, q + 64u, x, rows, ins);
-      oct_dot(&acc, &sq, w3, q + 96u, x, rows, ins);
+      oct_dot(&acc, &sq, w1, q + S, x, rows, ins);
+      oct_dot(&acc, &sq, w2, q + 2u * S, x, rows, ins);
+      oct_dot(&acc, &sq, w3, q + 3u * S, x, rows, ins);
     }
-    for (; q < octs; q += 32u) { oct_dot(&acc, &sq, wrow(second, base + q), q, x, rows, ins); }
+    for (; q < octs; q += S) { oct_dot(&acc, &sq, wrow(second, base + q), q, x, rows, ins); }
   }
   for (var r = 0u; r < ROWS; r++) {
-    let s = team_sums(lid.x, lane, vec4<f32>(acc[r], sq[r], 0.0, pre_dd[r]));
+    var s = team_sums(lid.x, lane, vec4<f32>(acc[r], sq[r], 0.0, pre_dd[r]));
     var p = vec4<f32>(0.0);
     if (PRE) { p = team_sums(lid.x, lane, pre_sums[r]); }
-    if (lane == 0u && o < outs && r < rows) {
+    if (TEAMS > 1u) {  // the feature's first team adds up the others' sums
+      s = teams_sum(team, lane, slice, s);
+      if (PRE) { p = teams_sum(team, lane, slice, p); }
+    }
+    if (lane == 0u && slice == 0u && o < outs && r < rows) {
       var v = s.x;
       var ss = s.y;
       if (PRE) {  // the join (residual_add.wgsl)
@@ -93,5 +102,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       A[at >> 2u][at & 3u] = v;
     }
   }
-  if (PRE) { pre_write(lane, o == 0u, rows, ins, x); }
+  if (PRE) { pre_write(lane, o == 0u && slice == 0u, rows, ins, x); }
+}
+
+// The sum of v (valid in each team's lane 0) over an output feature's TEAMS teams, valid in its
+// first team's lane 0. Called by the whole workgroup.
+var<workgroup> teams_partial: array<vec4<f32>, 8>;
+fn teams_sum(team: u32, lane: u32, slice: u32, v: vec4<f32>) -> vec4<f32> {
+  if (lane == 0u) { teams_partial[team] = v; }
+  workgroupBarrier();
+  var sum = v;
+  if (lane == 0u && slice == 0u) {
+    for (var t = 1u; t < TEAMS; t++) { sum += teams_partial[team + t]; }
+  }
+  workgroupBarrier();
+  return sum;
 }
