@@ -159,7 +159,8 @@ void RunQuantized(Backend& gpu, Backend& cpu) {
   for (DType dt : {DType::kQ8, DType::kQ4}) {
     const std::string q = DTypeName(dt);
     for (auto [rows, outs, ins] : {std::tuple{1, 5, 32}, {2, 19, 96}, {3, 33, 64}, {4, 65, 160}, {5, 70, 96},
-                                   {8, 11, 256}, {1, 9, 1056}, {3, 7, 2048}, {9, 40, 64}, {70, 130, 96}}) {
+                                   {8, 11, 256}, {1, 9, 1056}, {3, 7, 2048}, {9, 40, 64}, {70, 130, 96},
+                                   {1, 13, 4096}}) {  // 2, 4 and 8 teams a feature in matvec_q
       Case("matmul_" + q + "_" + std::to_string(rows) + "x" + std::to_string(outs) + "x" + std::to_string(ins), gpu, cpu,
            1e-10, [&](Side& s) {
              Weight w = s.MakeQuantized(Random(outs * ins), 1, outs, ins, dt);

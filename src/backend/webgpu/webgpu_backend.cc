@@ -661,11 +661,11 @@ class WebGpuBackend final : public Backend {
   static constexpr int kVecIn = 64;   // variant bit: the arena seen as vec4s, the input read four floats at a time
   static constexpr int kPre = 128;    // variant bit: a residual join made on the way in (residual_add.wgsl)
   static constexpr int kTwo = 256;    // variant bit: matvec_wide over two matrices (NormMatMul2)
-  static constexpr int kTeamsShift = 9;  // variant bits 9, 10: log2 of matvec_wide's teams per feature
-  // matvec_wide's teams per output feature: doubled while the dispatch has fewer than 4,096 teams
-  // and each team keeps at least 64 words of its row (two per lane). On the H200, E2B's
-  // down-projections (1,536 features of 6,144 or 12,288 weights) took 192 workgroups of one team a
-  // feature, fewer than two per core.
+  static constexpr int kTeamsShift = 9;  // variant bits 9, 10: log2 of the teams per feature
+  // matvec_wide's and matvec_q's teams per output feature: doubled while the dispatch has fewer
+  // than 4,096 teams and each team keeps at least 64 runs of eight weights (two per lane). On the
+  // H200, E2B's down-projections (1,536 features of 6,144 or 12,288 weights) took 192 workgroups
+  // of one team a feature, fewer than two per core.
   static int TeamsPerFeature(int64_t features, int64_t cols) {
     const int64_t words = cols / 8;
     int teams = 1;
@@ -705,7 +705,7 @@ class WebGpuBackend final : public Backend {
     std::vector<uint32_t> p = {At(out), At(fused ? pre.x_in : in), U(rows), U(w.rows), U(w.cols), Fl(eps),
                                gelu ? At(gelu_mul) : 0, U(mul_stride)};
     if (fused) PreParams(pre, &p);
-    const int teams = k == Kernel::kMatVecWide ? TeamsPerFeature(w.rows, w.cols) : 1;
+    const int teams = k == Kernel::kMatVecWide || k == Kernel::kMatVecQ ? TeamsPerFeature(w.rows, w.cols) : 1;
     Dispatch(k, ws, (w.rows * teams + 7) / 8, p,
              RowsVariant(rows) | (norm ? kNormed : 0) | (gelu ? kGelu : 0) | (fused ? kPre : 0) |
                  (k == Kernel::kMatVecQ && At(in) % 4 == 0 ? kVecIn : 0) | TeamsVariant(teams));
@@ -820,6 +820,7 @@ class WebGpuBackend final : public Backend {
     if (k == Kernel::kAttention || k == Kernel::kAttentionWide || k == Kernel::kAttentionTiled) {
       src += WgslSource("attention_span");
     }
+    if (k == Kernel::kMatVecWide || k == Kernel::kMatVecQ) src += WgslSource("teams");
     if ((wide1 && k != Kernel::kMatMulWide) || k == Kernel::kMatVecQ || k == Kernel::kGateUp) {
       src += WgslSource("residual_add");
       ReplaceAll(src, "PRE_LP", k == Kernel::kGateUpWide || k == Kernel::kGateUp ? "lp4" : "lp3");

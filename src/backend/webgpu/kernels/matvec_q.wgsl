@@ -1,12 +1,14 @@
 // out[r, o] = sum_i in[r, i] * w[o, i] for a few rows (decode, verification) with w quantized:
 // q8 (BITS 8) or q4 (BITS 4) in superblocks of 64 values (a word of two float16 scales, then the
-// values; see webgpu_backend.cc). A team of 32 threads per output feature, each lane taking one
-// whole word of values at a time (four in flight) and applying its group's scale once.
+// values; see webgpu_backend.cc). TEAMS teams of 32 threads per output feature (each over every
+// TEAMS-th run of 32 words, as in matvec_wide.wgsl), each lane taking one whole word of values at a
+// time (four in flight) and applying its group's scale once.
 // P: out, in, rows, out_features, in_features, eps, mul, mul_stride (GELU as in matvec.wgsl). ROWS
-// (1, 2, 4 or 8) and BITS are fixed when compiled; NORMED as in matvec.wgsl (the input rms-normed
-// with the weight W2 on the way in); PRE (with VEC_IN; residual_add.wgsl, its norm in W3) joins a
-// residual into the input first.
+// (1, 2, 4 or 8), TEAMS (1, 2, 4 or 8) and BITS are fixed when compiled; NORMED as in matvec.wgsl
+// (the input rms-normed with the weight W2 on the way in); PRE (with VEC_IN; residual_add.wgsl,
+// its norm in W3) joins a residual into the input first.
 const ROWS = VARIANTu;
+const TEAMS = TEAMSv;
 const NORMED = NORMEDv;
 const GELU = GELUv;
 const VEC_IN = VEC_INv;  // the arena seen as vec4s: the input's offset and row length are multiples of 4
@@ -73,7 +75,8 @@ fn word_dot(acc: ptr<function, array<f32, ROWS>>, sq: ptr<function, array<f32, R
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
   let team = lid.x >> 5u; let lane = lid.x & 31u;
-  let o = (wg.x + wg.y * n.x) * 8u + team;
+  let slice = team % TEAMS;  // which of its output feature's teams this is
+  let o = (wg.x + wg.y * n.x) * (8u / TEAMS) + team / TEAMS;
   let rows = pu(2u); let outs = pu(3u); let ins = pu(4u);
   let x = pu(1u);
   var acc: array<f32, ROWS>;
@@ -82,22 +85,23 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let base = o * ins;
     let words = ins / PER_WORD;
     // Four words per lane in flight, then the rest one at a time.
-    var t = lane;
-    for (; t + 96u < words; t += 128u) {
+    const S = 32u * TEAMS;  // the stride between a team's runs
+    var t = slice * 32u + lane;
+    for (; t + 3u * S < words; t += 4u * S) {
       var v: array<u32, 4>;
       var s: array<f32, 4>;
       for (var k = 0u; k < 4u; k++) {
-        let e = base + (t + 32u * k) * PER_WORD;
+        let e = base + (t + S * k) * PER_WORD;
         let sb = (e >> 6u) * SB_WORDS;
         s[k] = unpack2x16float(w1word(sb))[(e >> 5u) & 1u];
         v[k] = w1word(sb + 1u + (e & 63u) / PER_WORD);
       }
       for (var k = 0u; k < 4u; k++) {
-        let col = (t + 32u * k) * PER_WORD;
+        let col = (t + S * k) * PER_WORD;
         word_dot(&acc, &sq, v[k], s[k], x + col, col, rows, ins);
       }
     }
-    for (; t < words; t += 32u) {
+    for (; t < words; t += S) {
       let e = base + t * PER_WORD;
       let sb = (e >> 6u) * SB_WORDS;
       word_dot(&acc, &sq, w1word(sb + 1u + (e & 63u) / PER_WORD), unpack2x16float(w1word(sb))[(e >> 5u) & 1u],
@@ -105,10 +109,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
   }
   for (var r = 0u; r < ROWS; r++) {
-    let s = team_sums(lid.x, lane, vec4<f32>(acc[r], sq[r], 0.0, pre_dd[r]));
+    var s = team_sums(lid.x, lane, vec4<f32>(acc[r], sq[r], 0.0, pre_dd[r]));
     var p = vec4<f32>(0.0);
     if (PRE) { p = team_sums(lid.x, lane, pre_sums[r]); }
-    if (lane == 0u && o < outs && r < rows) {
+    if (TEAMS > 1u) {  // the feature's first team adds up the others' sums
+      s = teams_sum(team, lane, slice, s);
+      if (PRE) { p = teams_sum(team, lane, slice, p); }
+    }
+    if (lane == 0u && slice == 0u && o < outs && r < rows) {
       var v = s.x;
       var ss = s.y;
       if (PRE) {  // the join (residual_add.wgsl)
@@ -121,5 +129,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       afset(pu(0u) + r * outs + o, v);
     }
   }
-  if (PRE) { pre_write(lane, o == 0u, rows, ins, x); }
+  if (PRE) { pre_write(lane, o == 0u && slice == 0u, rows, ins, x); }
 }

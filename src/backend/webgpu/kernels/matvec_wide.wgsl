@@ -104,17 +104,3 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   }
   if (PRE) { pre_write(lane, o == 0u && slice == 0u, rows, ins, x); }
 }
-
-// The sum of v (valid in each team's lane 0) over an output feature's TEAMS teams, valid in its
-// first team's lane 0. Called by the whole workgroup.
-var<workgroup> teams_partial: array<vec4<f32>, 8>;
-fn teams_sum(team: u32, lane: u32, slice: u32, v: vec4<f32>) -> vec4<f32> {
-  if (lane == 0u) { teams_partial[team] = v; }
-  workgroupBarrier();
-  var sum = v;
-  if (lane == 0u && slice == 0u) {
-    for (var t = 1u; t < TEAMS; t++) { sum += teams_partial[team + t]; }
-  }
-  workgroupBarrier();
-  return sum;
-}
