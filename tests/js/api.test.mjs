@@ -199,7 +199,7 @@ test('the CPU backend inside WebAssembly gives the same text, greedy and sampled
   await g.unload();
 });
 
-test('profile builds report a versioned profile per request; reset clears its generations', { timeout: 120000 }, async () => {
+test('profile builds report a versioned profile per request; reset clears its generations', { timeout: 300000 }, async () => {
   const g = await createGemma4MtpProfile();
   await g.load({ target: model, assistant, tokenizer });
   // A compute pass per dispatch (profiling) gives the text of the wall build's batched passes.
