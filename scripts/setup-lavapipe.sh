@@ -6,32 +6,36 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=$PWD/.lavapipe
-if grep -q MESA_SHADER_CACHE_DISABLE "$dest/env.sh" 2>/dev/null && [ -f "$dest/root/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so" ]; then
-  exit 0
-fi
-work=$(mktemp -d)
-mkdir -p "$work/parts" "$work/lists/partial" "$work/cache" "$dest/debs"
-cat > "$work/parts/backports.sources" <<'SRC'
+lib=$dest/root/usr/lib/x86_64-linux-gnu
+if [ ! -f "$lib/libvulkan_lvp.so" ]; then
+  work=$(mktemp -d)
+  mkdir -p "$work/parts" "$work/lists/partial" "$work/cache" "$dest/debs"
+  cat > "$work/parts/backports.sources" <<'SRC'
 Types: deb
 URIs: http://deb.debian.org/debian
 Suites: bookworm bookworm-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
-o="-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts=$work/parts -o Dir::State::Lists=$work/lists -o Dir::Cache=$work/cache -o APT::Sandbox::User=root"
-apt-get $o update -qq
-(cd "$dest/debs" && apt-get $o download -qq mesa-vulkan-drivers/bookworm-backports libdrm2/bookworm-backports \
-  libdrm-amdgpu1/bookworm-backports libvulkan1)
-rm -rf "$dest/root"
-for f in "$dest"/debs/*.deb; do dpkg -x "$f" "$dest/root"; done
-lib=$dest/root/usr/lib/x86_64-linux-gnu
+  o="-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts=$work/parts -o Dir::State::Lists=$work/lists -o Dir::Cache=$work/cache -o APT::Sandbox::User=root"
+  apt-get $o update -qq
+  (cd "$dest/debs" && apt-get $o download -qq mesa-vulkan-drivers/bookworm-backports libdrm2/bookworm-backports \
+    libdrm-amdgpu1/bookworm-backports libvulkan1)
+  rm -rf "$dest/root"
+  for f in "$dest"/debs/*.deb; do dpkg -x "$f" "$dest/root"; done
+  rm -rf "$work"
+  echo "lavapipe ready in $dest"
+fi
 printf '{"file_format_version": "1.0.0", "ICD": {"api_version": "1.3.0", "library_path": "%s/libvulkan_lvp.so"}}\n' "$lib" > "$dest/lvp_icd.json"
 cat > "$dest/env.sh" <<ENV
 export VK_ICD_FILENAMES=$dest/lvp_icd.json
 export VK_DRIVER_FILES=$dest/lvp_icd.json
 export LD_LIBRARY_PATH=$lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
-# No on-disk shader cache: processes running side by side must not share one.
-export MESA_SHADER_CACHE_DISABLE=true
+# Compiled shaders are kept on disk, in .lavapipe/, so that each new process (every CLI run of
+# the tests) does not compile every kernel again: 20 s or more a run on 2 cores. Mesa keys each
+# entry by the shader and the driver's build; its database locks its files, so processes side by
+# side may share it.
+unset MESA_SHADER_CACHE_DISABLE
+export MESA_SHADER_CACHE_DIR=$dest/shader-cache
+export MESA_SHADER_CACHE_MAX_SIZE=512M
 ENV
-rm -rf "$work"
-echo "lavapipe ready in $dest"
