@@ -291,6 +291,17 @@ void RunAll(Backend& gpu, Backend& cpu) {
         s.be->GateUp(y, up, h, x, norm, 1e-6f, g, u, rows);
         return s.Read(y, rows * outs);
       });
+      // An input not at a multiple of 4 floats: the general gate_up kernel, not gate_up_q.
+      if (IsQuantized(dt) && rows == 3) {
+        Case("gate_up_offset_input_" + shape, gpu, cpu, 1e-10, [&](Side& s) {
+          const int outs = 21;
+          Weight g = make(s, outs), u = make(s, outs), norm = s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16);
+          F32 x = s.Floats(Random(rows * ins + 1, 3.0f)).At(1), y = s.Floats(std::vector<float>(rows * outs)),
+              up = s.Floats(std::vector<float>(rows * outs)), h = s.Floats(std::vector<float>(rows * ins));
+          s.be->GateUp(y, up, h, x, norm, 1e-6f, g, u, rows);
+          return s.Read(y, rows * outs);
+        });
+      }
       Case("norm_matmul_" + shape, gpu, cpu, 1e-10, [&](Side& s) {
         const int outs = 29;
         Weight w = make(s, outs), norm = s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16);

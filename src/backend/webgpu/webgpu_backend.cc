@@ -83,7 +83,7 @@ class WeightBuffer final : public Buffer {
 enum class Kernel { kRmsNorm, kMatMul, kMatVec, kRope, kAttention, kCacheAppend, kElementwise, kGeluMul, kMoeRoute,
                     kMoeExperts, kArgmax, kBandwidth,
                     kAttentionCombine, kEmbedIds, kGatherMatVecIds, kTopK, kArgmaxKeyed, kAccept, kMatVecQ, kGateUp, kNormRope, kTopKValues,
-                    kMatVecWide, kGateUpWide, kQkvNorm, kAttentionWide, kMatMulWide, kAttentionTiled };
+                    kMatVecWide, kGateUpWide, kQkvNorm, kAttentionWide, kMatMulWide, kAttentionTiled, kGateUpQ };
 const char* KernelFile(Kernel k) {
   switch (k) {
     case Kernel::kRmsNorm: return "rms_norm";
@@ -114,6 +114,7 @@ const char* KernelFile(Kernel k) {
     case Kernel::kAttentionWide: return "attention_wide";
     case Kernel::kMatMulWide: return "matmul_wide";
     case Kernel::kAttentionTiled: return "attention_tiled";
+    case Kernel::kGateUpQ: return "gate_up_q";
   }
   return "";
 }
@@ -416,9 +417,14 @@ class WebGpuBackend final : public Backend {
     }
     // Decode and verification: the norm, both rows of each output feature and their product in
     // one dispatch; for one row whose length is a multiple of 4, the kernel makes a pending
-    // residual join on the way in.
-    const Kernel k = Wide(gate, in) && Wide(up) && gate.dtype == up.dtype ? Kernel::kGateUpWide : Kernel::kGateUp;
-    const bool fused = (k == Kernel::kGateUpWide || gate.cols % 4 == 0) && Fusable(pre, rows);
+    // residual join on the way in. Quantized rows of whole words of values, read as vec4s, take
+    // gate_up_q.
+    const bool quant_words = IsQuantized(gate.dtype) && gate.cols % 8 == 0 && At(in) % 4 == 0;
+    const Kernel k = gate.dtype != up.dtype ? Kernel::kGateUp
+                     : Wide(gate, in) && Wide(up)  ? Kernel::kGateUpWide
+                     : quant_words                 ? Kernel::kGateUpQ
+                                                   : Kernel::kGateUp;
+    const bool fused = (k != Kernel::kGateUp || gate.cols % 4 == 0) && Fusable(pre, rows);
     if (pre.present() && !fused) AddRmsNormTo(pre, rows, static_cast<int>(gate.cols));
     std::vector<uint32_t> p = {At(out), At(fused ? pre.x_in : in), U(rows), U(gate.rows), U(gate.cols), Fl(eps)};
     if (fused) PreParams(pre, &p);
@@ -792,7 +798,8 @@ class WebGpuBackend final : public Backend {
     // The wide kernels read W1 (and gate_up_wide W2) 16 bytes at a time.
     const bool wide1 = k == Kernel::kMatVecWide || k == Kernel::kGateUpWide || k == Kernel::kMatMulWide;
     const bool wide2 = k == Kernel::kGateUpWide;
-    const bool vec_arena = wide1 || k == Kernel::kAttentionWide || k == Kernel::kAttentionTiled || (variant & kVecIn);
+    const bool vec_arena = wide1 || k == Kernel::kAttentionWide || k == Kernel::kAttentionTiled || k == Kernel::kGateUpQ ||
+                           (variant & kVecIn);
     ReplaceAll(src, "A_TYPE", vec_arena ? "array<vec4<f32>>" : "array<f32>");
     ReplaceAll(src, "A_ELEMENT", vec_arena ? "A[i >> 2u][i & 3u]" : "A[i]");
     ReplaceAll(src, "A_VEC4", vec_arena ? "return A[i];"
@@ -809,7 +816,7 @@ class WebGpuBackend final : public Backend {
     // The matrix-vector kernels share their teams' reduction: subgroup adds where the device
     // has subgroups of one width that divides a team.
     if (k == Kernel::kMatVec || k == Kernel::kMatVecQ || k == Kernel::kGateUp || k == Kernel::kGatherMatVecIds ||
-        k == Kernel::kMatVecWide || k == Kernel::kGateUpWide) {
+        k == Kernel::kMatVecWide || k == Kernel::kGateUpWide || k == Kernel::kGateUpQ) {
       if (subgroup_) {
         src = "enable subgroups;\n" + src + WgslSource("team_subgroup");
         ReplaceAll(src, "SUBGROUP", std::to_string(subgroup_) + "u");
@@ -821,11 +828,12 @@ class WebGpuBackend final : public Backend {
       src += WgslSource("attention_span");
     }
     if (k == Kernel::kMatVecWide || k == Kernel::kMatVecQ) src += WgslSource("teams");
-    if ((wide1 && k != Kernel::kMatMulWide) || k == Kernel::kMatVecQ || k == Kernel::kGateUp) {
+    if ((wide1 && k != Kernel::kMatMulWide) || k == Kernel::kMatVecQ || k == Kernel::kGateUp || k == Kernel::kGateUpQ) {
       src += WgslSource("residual_add");
-      ReplaceAll(src, "PRE_LP", k == Kernel::kGateUpWide || k == Kernel::kGateUp ? "lp4" : "lp3");
+      ReplaceAll(src, "PRE_LP", k == Kernel::kGateUpWide || k == Kernel::kGateUp || k == Kernel::kGateUpQ ? "lp4" : "lp3");
       ReplaceAll(src, "PREv", (variant & kPre) ? "true" : "false");
     }
+    if (k == Kernel::kMatVecQ || k == Kernel::kGateUpQ) src += WgslSource("quant");
     src += WgslSource(KernelFile(k));
     // Two 16-bit weights of a word, for the wide kernels.
     ReplaceAll(src, "PAIR16", d[0] == static_cast<int>(DType::kF16)

@@ -1,33 +1,16 @@
-// out[r, o] = sum_i in[r, i] * w[o, i] for a few rows (decode, verification) with w quantized:
-// q8 (BITS 8) or q4 (BITS 4) in superblocks of 64 values (a word of two float16 scales, then the
-// values; see webgpu_backend.cc). TEAMS teams of 32 threads per output feature (each over every
-// TEAMS-th run of 32 words, as in matvec_wide.wgsl), each lane taking one whole word of values at a
-// time (four in flight) and applying its group's scale once.
+// out[r, o] = sum_i in[r, i] * w[o, i] for a few rows (decode, verification) with w quantized
+// (quant.wgsl). TEAMS teams of 32 threads per output feature (each over every TEAMS-th run of 32
+// words, as in matvec_wide.wgsl), each lane taking one whole word of values at a time (four in
+// flight) and applying its group's scale once.
 // P: out, in, rows, out_features, in_features, eps, mul, mul_stride (GELU as in matvec.wgsl). ROWS
-// (1, 2, 4 or 8), TEAMS (1, 2, 4 or 8) and BITS are fixed when compiled; NORMED as in matvec.wgsl
-// (the input rms-normed with the weight W2 on the way in); PRE (with VEC_IN; residual_add.wgsl,
-// its norm in W3) joins a residual into the input first.
+// (1, 2, 4 or 8), TEAMS (1, 2, 4 or 8) and quant.wgsl's BITS are fixed when compiled; NORMED as in
+// matvec.wgsl (the input rms-normed with the weight W2 on the way in); PRE (with VEC_IN;
+// residual_add.wgsl, its norm in W3) joins a residual into the input first.
 const ROWS = VARIANTu;
 const TEAMS = TEAMSv;
 const NORMED = NORMEDv;
 const GELU = GELUv;
 const VEC_IN = VEC_INv;  // the arena seen as vec4s: the input's offset and row length are multiples of 4
-const BITS = QBITSu;
-const PER_WORD = 32u / BITS;
-const SB_WORDS = 1u + 64u / PER_WORD;
-
-// Values 4j .. 4j + 3 of a word as floats, without integer-to-float conversions: each value is
-// put in the low mantissa bits of 2^23 and the bias taken off (q4: value - 8; q8: the signed byte,
-// offset by 128 first).
-fn unpack_word(v: u32, j: u32) -> vec4<f32> {
-  let vv = vec4<u32>(v);
-  if (BITS == 4u) {
-    let sh = vec4<u32>(0u, 4u, 8u, 12u) + vec4<u32>(16u * j);
-    return bitcast<vec4<f32>>(((vv >> sh) & vec4<u32>(15u)) | vec4<u32>(0x4B000000u)) - vec4<f32>(8388616.0);
-  }
-  let b = ((vv >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(255u)) ^ vec4<u32>(128u);
-  return bitcast<vec4<f32>>(b | vec4<u32>(0x4B000000u)) - vec4<f32>(8388736.0);
-}
 
 // acc[r] += s * (the word's values . in[r, xi ..]) for each row (columns col ..; normed: the inputs
 // times the norm weight, their squares summed into sq).
@@ -92,9 +75,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       var s: array<f32, 4>;
       for (var k = 0u; k < 4u; k++) {
         let e = base + (t + S * k) * PER_WORD;
-        let sb = (e >> 6u) * SB_WORDS;
-        s[k] = unpack2x16float(w1word(sb))[(e >> 5u) & 1u];
-        v[k] = w1word(sb + 1u + (e & 63u) / PER_WORD);
+        s[k] = q_scale(w1word(q_scale_word(e)), e);
+        v[k] = w1word(q_value_word(e));
       }
       for (var k = 0u; k < 4u; k++) {
         let col = (t + S * k) * PER_WORD;
@@ -103,9 +85,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     for (; t < words; t += S) {
       let e = base + t * PER_WORD;
-      let sb = (e >> 6u) * SB_WORDS;
-      word_dot(&acc, &sq, w1word(sb + 1u + (e & 63u) / PER_WORD), unpack2x16float(w1word(sb))[(e >> 5u) & 1u],
-               x + t * PER_WORD, t * PER_WORD, rows, ins);
+      word_dot(&acc, &sq, w1word(q_value_word(e)), q_scale(w1word(q_scale_word(e)), e), x + t * PER_WORD,
+               t * PER_WORD, rows, ins);
     }
   }
   for (var r = 0u; r < ROWS; r++) {
