@@ -482,10 +482,10 @@ class WebGpuBackend final : public Backend {
       return;
     }
     const int64_t outs = wa.rows + wb.rows;
-    const int teams = TeamsPerFeature(outs, wa.cols);
-    Dispatch(Kernel::kMatVecWide, {&wa, &norm, &wb}, (outs * teams + 7) / 8,
+    const TeamSplit t = TeamsPerFeature(outs, wa.cols);
+    Dispatch(Kernel::kMatVecWide, {&wa, &norm, &wb}, t.groups,
              {At(out_a), At(in), U(rows), U(outs), U(wa.cols), Fl(eps), At(out_b), U(wa.rows)},
-             RowsVariant(rows) | kNormed | kTwo | TeamsVariant(teams));
+             RowsVariant(rows) | kNormed | kTwo | t.variant);
   }
   void NormRope(F32 x, int rows, int heads, const Weight& norm, float eps, std::span<const float> inv_freq,
                 std::span<const int64_t> positions) override {
@@ -669,16 +669,21 @@ class WebGpuBackend final : public Backend {
   static constexpr int kTwo = 256;    // variant bit: matvec_wide over two matrices (NormMatMul2)
   static constexpr int kTeamsShift = 9;  // variant bits 9, 10: log2 of the teams per feature
   // matvec_wide's and matvec_q's teams per output feature: doubled while the dispatch has fewer
-  // than 4,096 teams and each team keeps at least 64 runs of eight weights (two per lane). On the
-  // H200, E2B's down-projections (1,536 features of 6,144 or 12,288 weights) took 192 workgroups
-  // of one team a feature, fewer than two per core.
-  static int TeamsPerFeature(int64_t features, int64_t cols) {
-    const int64_t words = cols / 8;
-    int teams = 1;
-    while (teams < 8 && features * teams < 4096 && words / (2 * teams) >= 64) teams *= 2;
-    return teams;
+  // than 4,096 teams and each team keeps at least 64 runs of eight weights (two per lane: two
+  // 16-byte words of 16-bit weights or two q4 words; q8 words hold four weights, so four of those).
+  // On the H200, E2B's down-projections (1,536 features of 6,144 or 12,288 weights) took 192
+  // workgroups of one team a feature, fewer than two per core. Returns the workgroups (eight teams
+  // each) and the variant bits.
+  struct TeamSplit {
+    uint64_t groups;
+    int variant;
+  };
+  static TeamSplit TeamsPerFeature(int64_t features, int64_t cols) {
+    const int64_t runs = cols / 8;
+    int log2_teams = 0;
+    while (log2_teams < 3 && (features << log2_teams) < 4096 && (runs >> (log2_teams + 1)) >= 64) ++log2_teams;
+    return {static_cast<uint64_t>(((features << log2_teams) + 7) / 8), log2_teams << kTeamsShift};
   }
-  static int TeamsVariant(int teams) { return (teams == 8 ? 3 : teams == 4 ? 2 : teams == 2 ? 1 : 0) << kTeamsShift; }
   static inline const Weight kNoWeight{};
   // A pending join the wide kernels make as they read their input: one row (decode, drafting),
   // whole vec4s, one binding for its norm. With more rows (verification) the extra reads of
@@ -711,10 +716,11 @@ class WebGpuBackend final : public Backend {
     std::vector<uint32_t> p = {At(out), At(fused ? pre.x_in : in), U(rows), U(w.rows), U(w.cols), Fl(eps),
                                gelu ? At(gelu_mul) : 0, U(mul_stride)};
     if (fused) PreParams(pre, &p);
-    const int teams = k == Kernel::kMatVecWide || k == Kernel::kMatVecQ ? TeamsPerFeature(w.rows, w.cols) : 1;
-    Dispatch(k, ws, (w.rows * teams + 7) / 8, p,
+    const bool teams = k == Kernel::kMatVecWide || k == Kernel::kMatVecQ;
+    const TeamSplit t = teams ? TeamsPerFeature(w.rows, w.cols) : TeamSplit{static_cast<uint64_t>(w.rows + 7) / 8, 0};
+    Dispatch(k, ws, t.groups, p,
              RowsVariant(rows) | (norm ? kNormed : 0) | (gelu ? kGelu : 0) | (fused ? kPre : 0) |
-                 (k == Kernel::kMatVecQ && At(in) % 4 == 0 ? kVecIn : 0) | TeamsVariant(teams));
+                 (k == Kernel::kMatVecQ && At(in) % 4 == 0 ? kVecIn : 0) | t.variant);
   }
   void Elementwise(uint32_t op, size_t count, F32 out, F32 a, F32 b, float s) {
     Record(Kernel::kElementwise, {}, count, {op, U(count), At(out), At(a), At(b), Fl(s)});
