@@ -83,6 +83,12 @@ void Backend::MatMulGeluMul(F32 out, F32 in, const Weight& w, F32 mul, int rows,
   GeluMul(out, out, mul, rows, static_cast<int>(w.rows), mul_stride);
 }
 
+void Backend::CacheAppends(std::span<const CacheAppendLayer> layers, int rows, int64_t start) {
+  for (const CacheAppendLayer& l : layers) {
+    CacheAppend(l.k_cache, l.v_cache, l.k_new, l.v_new, rows, l.row_size, start, l.capacity);
+  }
+}
+
 void Backend::QkvNorms(F32 q, F32 k, F32 v, int rows, int heads, int kv_heads, const Weight& q_norm,
                        const Weight& k_norm, float eps, std::span<const float> inv_freq,
                        std::span<const int64_t> positions) {

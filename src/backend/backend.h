@@ -88,8 +88,16 @@ struct MoeShape {
   int expert_width = 0;  // moe_intermediate_size
 };
 
+// One layer's cache and new rows for CacheAppends.
+struct CacheAppendLayer {
+  F32 k_cache, v_cache;  // (capacity, row_size)
+  F32 k_new, v_new;      // (rows, row_size)
+  int row_size = 0;
+  int64_t capacity = 0;
+};
+
 // The fused ops (AddRmsNorm, AddRmsNormTo, NormMatMul, NormMatMul2, GateUp, NormRope, MatMulGeluMul,
-// QkvNorms)
+// QkvNorms, CacheAppends)
 // default to the ops they fuse (backend.cc); a backend overrides them where one kernel does
 // better. NormMatMul, GateUp and MatMulGeluMul take an optional `pre`: a ResidualAdd to make
 // first, whose x_out is then their input `in`.
@@ -157,8 +165,11 @@ class Backend {
                                  std::span<const int64_t> positions, F32 k_new, F32 v_new, F32 k_cache, F32 v_cache,
                                  const AttentionShape& shape);
   // Writes rows 0..rows-1 (positions start..) into the cache ring; only the last `capacity` land.
+  // k_cache, v_cache: (capacity, row_size); k_new, v_new: (rows, row_size)
   virtual void CacheAppend(F32 k_cache, F32 v_cache, F32 k_new, F32 v_new, int rows, int row_size, int64_t start,
                            int64_t capacity) = 0;
+  // CacheAppend for several layers' caches, the same rows and start (the default: one at a time).
+  virtual void CacheAppends(std::span<const CacheAppendLayer> layers, int rows, int64_t start);
   // Per head: x[r, h, :] = rope(rmsnorm(x[r, h, :]) * norm) at positions[r], as RmsNorm then Rope
   // (the query and key norms of attention)          x: (rows, heads, inv_freq.size() * 2)
   virtual void NormRope(F32 x, int rows, int heads, const Weight& norm, float eps, std::span<const float> inv_freq,

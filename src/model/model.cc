@@ -293,13 +293,15 @@ Status Model::Run(std::span<const int32_t> tokens, KvCache& cache, F32 device_id
     RunLayer(be, c, i, w.layers[i], w.layer_scalars[i], bufs, res, n, positions, kv);
   }
 
-  // Commit the new positions' K/V.
+  // Commit the new positions' K/V, every layer's at once.
+  std::vector<CacheAppendLayer> appends;
   for (int i = 0; i < c.num_layers; ++i) {
     if (c.layers[i].kv_shared) continue;
     KvCache::Layer& cl = cache.layers_[i];
-    be.CacheAppend(F32{cl.k.get(), 0}, F32{cl.v.get(), 0}, F32{layer_k_[i].get(), 0}, F32{layer_v_[i].get(), 0}, n,
-                   cl.row, start, cl.capacity);
+    appends.push_back({F32{cl.k.get(), 0}, F32{cl.v.get(), 0}, F32{layer_k_[i].get(), 0}, F32{layer_v_[i].get(), 0},
+                       cl.row, cl.capacity});
   }
+  be.CacheAppends(appends, n, start);
   cache.length_ = start + n;
 
   Settle(be, res, n, H);

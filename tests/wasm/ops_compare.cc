@@ -509,6 +509,24 @@ void RunAll(Backend& gpu, Backend& cpu) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
   });
+  // Three layers' caches in one call: other row sizes and capacities (one smaller than the rows).
+  Case("cache_appends", gpu, cpu, 0.0, [&](Side& s) {
+    const int rows = 3;
+    std::vector<CacheAppendLayer> layers;
+    for (auto [rs, cap] : {std::pair{6, 4}, {10, 2}, {3, 9}}) {
+      layers.push_back({s.Floats(Random(cap * rs)), s.Floats(Random(cap * rs)), s.Floats(Random(rows * rs)),
+                        s.Floats(Random(rows * rs)), rs, cap});
+    }
+    s.be->CacheAppends(layers, rows, 9);
+    std::vector<float> all;
+    for (const CacheAppendLayer& l : layers) {
+      for (F32 c : {l.k_cache, l.v_cache}) {
+        auto a = s.Read(c, l.capacity * l.row_size);
+        all.insert(all.end(), a.begin(), a.end());
+      }
+    }
+    return all;
+  });
   Case("gelu_mul_strided", gpu, cpu, 1e-11, [&](Side& s) {
     F32 g = s.Floats(Random(3 * 13, 3.0f)), u = s.Floats(Random(3 * 40)), o = s.Floats(std::vector<float>(3 * 13));
     s.be->GeluMul(o, g, u.At(5), 3, 13, 40);

@@ -571,8 +571,21 @@ class WebGpuBackend final : public Backend {
   }
   void CacheAppend(F32 k_cache, F32 v_cache, F32 k_new, F32 v_new, int rows, int row_size, int64_t start,
                    int64_t capacity) override {
-    Record(Kernel::kCacheAppend, {}, static_cast<uint64_t>(rows) * row_size,
-           {At(k_cache), At(v_cache), At(k_new), At(v_new), U(rows), U(row_size), U(start), U(capacity)});
+    const CacheAppendLayer layer{k_cache, v_cache, k_new, v_new, row_size, capacity};
+    CacheAppends(std::span(&layer, 1), rows, start);
+  }
+  // One dispatch for every layer: their offsets, row sizes and capacities in a table in the host
+  // region (six words a layer).
+  void CacheAppends(std::span<const CacheAppendLayer> layers, int rows, int64_t start) override {
+    std::vector<uint32_t> table;
+    int widest = 0;
+    for (const CacheAppendLayer& l : layers) {
+      table.insert(table.end(), {At(l.k_cache), At(l.v_cache), At(l.k_new), At(l.v_new), U(l.row_size), U(l.capacity)});
+      widest = std::max(widest, l.row_size);
+    }
+    if (table.empty()) return;
+    Record(Kernel::kCacheAppend, {}, static_cast<uint64_t>(layers.size()) * rows * widest,
+           {HostU32(table.data(), table.size()), U(layers.size()), U(rows), U(start), U(widest)});
   }
   void GeluMul(F32 out, F32 gate, F32 up, int rows, int cols, int up_stride) override {
     // Four columns a thread where rows are whole vec4s.
