@@ -853,6 +853,7 @@ class WebGpuBackend final : public Backend {
       ReplaceAll(src, "PREv", (variant & kPre) ? "true" : "false");
     }
     if (k == Kernel::kMatVecQ || k == Kernel::kGateUpQ) src += WgslSource("quant");
+    if (k == Kernel::kGateUp || k == Kernel::kGateUpWide || k == Kernel::kGateUpQ) src += WgslSource("gate_up_end");
     src += WgslSource(KernelFile(k));
     // Two 16-bit weights of a word, for the wide kernels.
     ReplaceAll(src, "PAIR16", d[0] == static_cast<int>(DType::kF16)

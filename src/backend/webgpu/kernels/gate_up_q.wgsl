@@ -75,16 +75,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
                 q_scale(w2word(q_scale_word(e)), e), t * PER_WORD, x, rows, ins);
     }
   }
-  for (var r = 0u; r < ROWS; r++) {
-    let s = team_sums(lid.x, lane, vec4<f32>(g[r], u[r], sq[r], pre_dd[r]));
-    var p = vec4<f32>(0.0);
-    if (PRE) { p = team_sums(lid.x, lane, pre_sums[r]); }
-    if (lane == 0u && o < outs && r < rows) {
-      var j = s.xyz;  // gate and up products, sum of squares
-      if (PRE) { j = pre_combine(s.xyz, p, s.w, r, ins, o == 0u); }  // the join (residual_add.wgsl)
-      let inv = 1.0 / sqrt(j.z / f32(ins) + pf(5u));
-      afset(pu(0u) + r * outs + o, gelu_tanh(j.x * inv) * (j.y * inv));
-    }
-  }
-  if (PRE) { pre_write(lane, o == 0u, rows, ins, x); }
+  gate_up_end(lid.x, lane, o, g, u, sq);
 }
