@@ -89,26 +89,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
                t * PER_WORD, rows, ins);
     }
   }
-  for (var r = 0u; r < ROWS; r++) {
-    var s = team_sums(lid.x, lane, vec4<f32>(acc[r], sq[r], 0.0, pre_dd[r]));
-    var p = vec4<f32>(0.0);
-    if (PRE) { p = team_sums(lid.x, lane, pre_sums[r]); }
-    if (TEAMS > 1u) {  // the feature's first team adds up the others' sums
-      s = teams_sum(team, lane, slice, s);
-      if (PRE) { p = teams_sum(team, lane, slice, p); }
-    }
-    if (lane == 0u && slice == 0u && o < outs && r < rows) {
-      var v = s.x;
-      var ss = s.y;
-      if (PRE) {  // the join (residual_add.wgsl)
-        let j = pre_combine(vec3<f32>(s.x, 0.0, s.y), p, s.w, r, ins, o == 0u);
-        v = j.x;
-        ss = j.z;
-      }
-      if (NORMED) { v *= 1.0 / sqrt(ss / f32(ins) + pf(5u)); }
-      if (GELU) { v = gelu_tanh(v) * af(pu(6u) + r * pu(7u) + o); }
-      afset(pu(0u) + r * outs + o, v);
-    }
+  let v = teams_finish(lid.x, team, lane, slice, o, acc, sq);
+  if (lane == 0u && slice == 0u && o < outs) {
+    for (var r = 0u; r < rows; r++) { afset(pu(0u) + r * outs + o, v[r]); }
   }
   if (PRE) { pre_write(lane, o == 0u && slice == 0u, rows, ins, x); }
 }

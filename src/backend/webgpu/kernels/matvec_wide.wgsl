@@ -76,30 +76,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     for (; q < octs; q += S) { oct_dot(&acc, &sq, wrow(second, base + q), q, x, rows, ins); }
   }
-  for (var r = 0u; r < ROWS; r++) {
-    var s = team_sums(lid.x, lane, vec4<f32>(acc[r], sq[r], 0.0, pre_dd[r]));
-    var p = vec4<f32>(0.0);
-    if (PRE) { p = team_sums(lid.x, lane, pre_sums[r]); }
-    if (TEAMS > 1u) {  // the feature's first team adds up the others' sums
-      s = teams_sum(team, lane, slice, s);
-      if (PRE) { p = teams_sum(team, lane, slice, p); }
-    }
-    if (lane == 0u && slice == 0u && o < outs && r < rows) {
-      var v = s.x;
-      var ss = s.y;
-      if (PRE) {  // the join (residual_add.wgsl)
-        let j = pre_combine(vec3<f32>(s.x, 0.0, s.y), p, s.w, r, ins, o == 0u);
-        v = j.x;
-        ss = j.z;
-      }
-      if (NORMED) { v *= 1.0 / sqrt(ss / f32(ins) + pf(5u)); }
-      if (GELU) { let m = pu(6u) + r * pu(7u) + o; v = gelu_tanh(v) * A[m >> 2u][m & 3u]; }
+  let v = teams_finish(lid.x, team, lane, slice, o, acc, sq);
+  if (lane == 0u && slice == 0u && o < outs) {
+    for (var r = 0u; r < rows; r++) {
       var at = pu(0u) + r * outs + o;
       if (TWO) {
         let first = pu(7u);
         at = select(pu(0u) + r * first + o, pu(6u) + r * (outs - first) + row, second);
       }
-      A[at >> 2u][at & 3u] = v;
+      A[at >> 2u][at & 3u] = v[r];
     }
   }
   if (PRE) { pre_write(lane, o == 0u && slice == 0u, rows, ins, x); }
