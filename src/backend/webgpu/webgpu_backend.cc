@@ -388,9 +388,12 @@ class WebGpuBackend final : public Backend {
     Dispatch(Kernel::kRmsNorm, {&weight}, rows,
              {At(x), At(in), U(rows), U(dim), Fl(eps), U(weight.present()), 1, Fl(scale)});
   }
+  // rms_norm's parameters for a residual join; mode 2: the join alone, 3: then the next norm.
+  static std::vector<uint32_t> JoinParams(const ResidualAdd& a, int rows, int dim, uint32_t mode) {
+    return {At(a.x_out), At(a.delta), U(rows), U(dim), Fl(a.eps), U(a.norm.present()), mode, Fl(a.scale), At(a.x_in)};
+  }
   void AddRmsNormTo(const ResidualAdd& a, int rows, int dim) override {
-    Dispatch(Kernel::kRmsNorm, {&a.norm}, rows,
-             {At(a.x_out), At(a.delta), U(rows), U(dim), Fl(a.eps), U(a.norm.present()), 2, Fl(a.scale), At(a.x_in)});
+    Dispatch(Kernel::kRmsNorm, {&a.norm}, rows, JoinParams(a, rows, dim, 2));
   }
   // A pending join, then the next block's input norm of the joined rows (normed = rmsnorm(in) *
   // norm, in = pre.x_out): with a join, one rms_norm pass per row does both (many rows: prefill).
@@ -401,9 +404,9 @@ class WebGpuBackend final : public Backend {
       RmsNorm(normed, in, norm, rows, dim, eps);
       return;
     }
-    Dispatch(Kernel::kRmsNorm, {&pre.norm, &norm}, rows,
-             {At(pre.x_out), At(pre.delta), U(rows), U(dim), Fl(pre.eps), U(pre.norm.present()), 3, Fl(pre.scale),
-              At(pre.x_in), At(normed), Fl(eps), U(norm.present())});
+    std::vector<uint32_t> p = JoinParams(pre, rows, dim, 3);
+    p.insert(p.end(), {At(normed), Fl(eps), U(norm.present())});
+    Dispatch(Kernel::kRmsNorm, {&pre.norm, &norm}, rows, p);
   }
   void GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& gate,
               const Weight& up, int rows, const ResidualAdd& pre) override {

@@ -13,8 +13,8 @@ fn teams_sum(team: u32, lane: u32, slice: u32, v: vec4<f32>) -> vec4<f32> {
   return sum;
 }
 
-// A feature's outputs, one per row (valid in its first team's lane 0): v summed over the team and
-// then over the feature's teams, the pending join made (PRE: residual_add.wgsl), the rms norm
+// A feature's outputs, one per row (valid in its first team's lane 0): acc and sq summed over the
+// team and then over the feature's teams, the pending join made (PRE: residual_add.wgsl), the rms norm
 // (NORMED) and the gelu product (GELU) applied. Called by the whole workgroup.
 fn teams_finish(local: u32, team: u32, lane: u32, slice: u32, o: u32, acc: array<f32, ROWS>,
                 sq: array<f32, ROWS>) -> array<f32, ROWS> {
