@@ -8,6 +8,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -28,6 +29,8 @@ constexpr uint64_t kSplitRegion = 4u << 20;  // attention's partial results (spl
 constexpr uint64_t kSplitTarget = 264;       // workgroups worth filling the GPU with (2 x 132 SMs)
 constexpr size_t kMaxParams = 32;  // parameter words per dispatch (web/gpu_bridge.mjs's PARAMS)
 constexpr uint64_t kMatMulFill = kSplitTarget;  // workgroups a matmul's tile size leaves at least
+constexpr int kSplitTile = 3;                     // matmul_wide's tile for split columns, by size (3: 128 x 128)
+constexpr uint64_t kSplitColumns = 1024;          // columns a part of a split matmul takes at least
 
 class ArenaBuffer final : public Buffer {
  public:
@@ -83,7 +86,8 @@ class WeightBuffer final : public Buffer {
 enum class Kernel { kRmsNorm, kMatMul, kMatVec, kRope, kAttention, kCacheAppend, kElementwise, kGeluMul, kMoeRoute,
                     kMoeExperts, kArgmax, kBandwidth,
                     kAttentionCombine, kEmbedIds, kGatherMatVecIds, kTopK, kArgmaxKeyed, kAccept, kMatVecQ, kGateUp, kNormRope, kTopKValues,
-                    kMatVecWide, kGateUpWide, kQkvNorm, kAttentionWide, kMatMulWide, kAttentionTiled, kGateUpQ };
+                    kMatVecWide, kGateUpWide, kQkvNorm, kAttentionWide, kMatMulWide, kAttentionTiled, kGateUpQ,
+                    kSplitSum };
 const char* KernelFile(Kernel k) {
   switch (k) {
     case Kernel::kRmsNorm: return "rms_norm";
@@ -115,6 +119,7 @@ const char* KernelFile(Kernel k) {
     case Kernel::kMatMulWide: return "matmul_wide";
     case Kernel::kAttentionTiled: return "attention_tiled";
     case Kernel::kGateUpQ: return "gate_up_q";
+    case Kernel::kSplitSum: return "split_sum";
   }
   return "";
 }
@@ -219,6 +224,20 @@ class WebGpuBackend final : public Backend {
     }
     return ResourceExhausted("webgpu: the activation arena (" + std::to_string(arena_bytes_ >> 20) +
                              " MiB) has no room for " + std::to_string(bytes) + " bytes");
+  }
+  // Arena space for the backend's own use between two of its dispatches, not zero-filled: the
+  // GPU runs dispatches in order, so it is free again once they are recorded. None if no room.
+  std::optional<uint64_t> TakeScratch(uint64_t bytes) {
+    const uint64_t need = (bytes + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+    for (auto& [off, size] : free_) {
+      if (size >= need) {
+        const uint64_t at = off;
+        off += need;
+        size -= need;
+        return at;
+      }
+    }
+    return std::nullopt;
   }
   void Release(uint64_t off, uint64_t bytes) {
     const uint64_t need = (std::max<uint64_t>(bytes, 4) + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
@@ -449,16 +468,37 @@ class WebGpuBackend final : public Backend {
   // matmul_wide's tiles (rows x outputs) by kernel variant, and the variants from small to large.
   static constexpr int kMatMulTiles[4][2] = {{64, 64}, {128, 64}, {128, 128}, {64, 32}};
   static constexpr int kMatMulBySize[4] = {3, 0, 1, 2};
-  // matmul_wide with the largest tile that still gives the GPU kMatMulFill workgroups.
+  // matmul_wide with the largest tile that still gives the GPU kMatMulFill workgroups. Long rows
+  // that leave too few of the largest tiles (E2B's down-projections in prefill: 512 rows x 1,536
+  // outputs are 48 tiles of 128 x 128, over 12,288 columns) split their columns into as many parts
+  // as still fit in kMatMulFill workgroups (5), of at least kSplitColumns columns each, written to
+  // arena space taken for them (at most kMatMulFill tiles' worth, 17 MiB) and added up by
+  // split_sum. On the H200 that took the products of E2B's 512-token prefill from about 96 to 89
+  // ms; 11 parts (two waves) measured the same, 4 parts or 128 x 64 tiles less, and splitting the
+  // 1,536- and 2,048-column products too no more.
   void MatMulTiled(F32 out, F32 in, const Weight& w, int rows) {
     auto tiles = [&](int v) {
       return static_cast<uint64_t>((rows + kMatMulTiles[v][0] - 1) / kMatMulTiles[v][0]) *
              ((w.rows + kMatMulTiles[v][1] - 1) / kMatMulTiles[v][1]);
     };
+    const int big = kMatMulBySize[kSplitTile];
+    const uint64_t n = static_cast<uint64_t>(rows) * w.rows;
+    uint64_t parts = std::min<uint64_t>(kMatMulFill / tiles(big), w.cols / kSplitColumns);
+    if (parts > 1 && w.rows % 4 == 0 && At(out) % 4 == 0) {
+      const uint64_t kc = ((w.cols + parts - 1) / parts + 31) / 32 * 32;  // whole stages of columns
+      parts = (w.cols + kc - 1) / kc;
+      if (const std::optional<uint64_t> at = TakeScratch(parts * n * 4)) {
+        Dispatch(Kernel::kMatMulWide, {&w}, tiles(big) * parts,
+                 {U(*at / 4), At(in), U(rows), U(w.rows), U(w.cols), U(kc)}, big);
+        Dispatch(Kernel::kSplitSum, {}, (n / 4 + 63) / 64, {At(out), U(*at / 4), U(n / 4), U(parts)});
+        Release(*at, parts * n * 4);
+        return;
+      }
+    }
     int pick = 3;
     while (pick > 0 && tiles(kMatMulBySize[pick]) < kMatMulFill) --pick;
     const int v = kMatMulBySize[pick];
-    Dispatch(Kernel::kMatMulWide, {&w}, tiles(v), {At(out), At(in), U(rows), U(w.rows), U(w.cols)}, v);
+    Dispatch(Kernel::kMatMulWide, {&w}, tiles(v), {At(out), At(in), U(rows), U(w.rows), U(w.cols), U(w.cols)}, v);
   }
   void NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w, int rows,
                   const ResidualAdd& pre) override {
@@ -821,7 +861,7 @@ class WebGpuBackend final : public Backend {
     const bool wide1 = k == Kernel::kMatVecWide || k == Kernel::kGateUpWide || k == Kernel::kMatMulWide;
     const bool wide2 = k == Kernel::kGateUpWide;
     const bool vec_arena = wide1 || k == Kernel::kAttentionWide || k == Kernel::kAttentionTiled || k == Kernel::kGateUpQ ||
-                           (variant & kVecIn);
+                           k == Kernel::kSplitSum || (variant & kVecIn);
     ReplaceAll(src, "A_TYPE", vec_arena ? "array<vec4<f32>>" : "array<f32>");
     ReplaceAll(src, "A_ELEMENT", vec_arena ? "A[i >> 2u][i & 3u]" : "A[i]");
     ReplaceAll(src, "A_VEC4", vec_arena ? "return A[i];"

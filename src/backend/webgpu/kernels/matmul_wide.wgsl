@@ -9,7 +9,10 @@
 // default); each thread loads its share of the next BK columns while the workgroup multiplies
 // the staged ones. A row's vec4 q is stored at slot q ^ (a few bits of the row), so the eight
 // lanes of a 16-byte access reach eight different banks both when staging and when reading.
-// P: out, in, rows, out_features, in_features
+// Split columns (P5 < in_features): workgroup t makes its tile's products over columns
+// kc * part .. kc * (part + 1) - 1 only (part = t / tiles, kc a multiple of BK), written to the
+// part's own rows x out_features slice from P0 on; split_sum.wgsl adds the slices.
+// P: out, in, rows, out_features, in_features, kc (columns a part: in_features when one)
 const TILE = VARIANTu;
 const TM = select(4u, 8u, TILE == 1u || TILE == 2u);
 const TN = select(select(4u, 8u, TILE == 2u), 2u, TILE == 3u);
@@ -43,16 +46,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         @builtin(num_workgroups) n: vec3<u32>) {
   let rows = pu(2u); let outs = pu(3u); let ins = pu(4u);
   let tiles_o = (outs + BN - 1u) / BN;
-  let t = wg.x + wg.y * n.x;
+  let tiles = (rows + BM - 1u) / BM * tiles_o;
+  let part = (wg.x + wg.y * n.x) / tiles; let t = (wg.x + wg.y * n.x) % tiles;
+  let kc = pu(5u); let k_end = min(ins, part * kc + kc);
   let r0 = (t / tiles_o) * BM; let o0 = (t % tiles_o) * BN;
-  if (r0 >= rows) { return; }  // the same for the whole workgroup
+  if (r0 >= rows || part * kc >= ins) { return; }  // the same for the whole workgroup
   let tx = lid.x & 15u; let ty = lid.x >> 4u;
   let x4 = pu(1u) / 4u; let ins4 = ins / 4u;
   var acc: array<f32, TM * TN>;  // acc[i * TN + j]: row ty + 16 i, output tx + 16 j
   // This thread's share of the next BK columns: inputs (KQ threads a row), weights (KQ / 2 an output).
   var va: array<vec4<f32>, LA>;
   var vw: array<vec4<u32>, LW>;
-  var k0 = 0u;
+  var k0 = part * kc;
   for (var l = 0u; l < LA; l++) { va[l] = load_in(lid.x + 256u * l, r0, k0, rows, ins, x4, ins4); }
   for (var l = 0u; l < LW; l++) { vw[l] = load_w(lid.x + 256u * l, o0, k0, outs, ins); }
   loop {
@@ -70,7 +75,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     workgroupBarrier();
     let next = k0 + BK;
-    if (next < ins) {
+    if (next < k_end) {
       for (var l = 0u; l < LA; l++) { va[l] = load_in(lid.x + 256u * l, r0, next, rows, ins, x4, ins4); }
       for (var l = 0u; l < LW; l++) { vw[l] = load_w(lid.x + 256u * l, o0, next, outs, ins); }
     }
@@ -90,9 +95,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     workgroupBarrier();
     k0 = next;
-    if (k0 >= ins) { break; }
+    if (k0 >= k_end) { break; }
   }
-  let out = pu(0u);
+  let out = pu(0u) + part * rows * outs;
   for (var i = 0u; i < TM; i++) {
     let r = r0 + ty + 16u * i;
     for (var j = 0u; j < TN; j++) {
