@@ -271,12 +271,13 @@ Status Model::Run(std::span<const int32_t> tokens, KvCache& cache, F32 device_id
     embed(ple_tok, w.ple_embed, std::sqrt(static_cast<float>(c.ple_dim)));
     be.MatMul(ple, x, w.ple_model_projection, n);
     be.Scale(ple, n * pl, 1.0f / std::sqrt(static_cast<float>(H)));
-    be.RmsNorm(ple, ple, w.ple_projection_norm, n * c.num_layers, c.ple_dim, c.rms_eps);
-    be.Add(ple, ple, ple_tok, n * pl);
-    be.Scale(ple, n * pl, static_cast<float>(std::pow(2.0, -0.5)));
+    // The per-layer inputs, (ple_tok + rmsnorm(ple) * norm) * 2^-0.5, in ple_tok: one op.
+    be.AddRmsNormTo(ResidualAdd{ple_tok, ple, ple_tok, w.ple_projection_norm, c.rms_eps,
+                                static_cast<float>(std::pow(2.0, -0.5))},
+                    n * c.num_layers, c.ple_dim);
   }
 
-  const LayerBuffers bufs{h, o, f, q, attn, gate, up, ple, ple_gate, route};
+  const LayerBuffers bufs{h, o, f, q, attn, gate, up, ple_tok, ple_gate, route};
   Residual res{x, Scratch(kX2), {}};
   for (int i = 0; i < c.num_layers; ++i) {
     const LayerConfig& l = c.layers[i];
