@@ -223,8 +223,8 @@ void RunAll(Backend& gpu, Backend& cpu) {
     }
     // The tiled kernel for 16-bit weights, at each of its tile sizes (64 x 32, 64 x 64, 128 x 64
     // and 128 x 128, as picked for a fill of 264 workgroups), ragged in rows, outputs and inputs;
-    // the last two with long rows on few tiles, split in four parts of columns (the last part
-    // ragged) and summed by split_sum.
+    // the last two with long rows on few tiles, split in four parts of columns (in the first, the
+    // last part ragged) and summed by split_sum.
     for (auto [rows, outs, ins] : {std::tuple{70, 132, 40}, {130, 5620, 48}, {260, 5620, 24}, {260, 11260, 56},
                                    {70, 36, 4104}, {9, 260, 4096}}) {
       if (dt == DType::kF32) break;

@@ -472,7 +472,7 @@ class WebGpuBackend final : public Backend {
   // that leave too few of the largest tiles (E2B's down-projections in prefill: 512 rows x 1,536
   // outputs are 48 tiles of 128 x 128, over 12,288 columns) split their columns into as many parts
   // as still fit in kMatMulFill workgroups (5), of at least kSplitColumns columns each, written to
-  // arena space taken for them (at most kMatMulFill tiles' worth, 17 MiB) and added up by
+  // arena space taken for them (at most kMatMulFill tiles' worth, about 17 MB) and added up by
   // split_sum. On the H200 that took the products of E2B's 512-token prefill from about 96 to 89
   // ms; 11 parts (two waves) measured the same, 4 parts or 128 x 64 tiles less, and splitting the
   // 1,536- and 2,048-column products too no more.
