@@ -210,38 +210,38 @@ class WebGpuBackend final : public Backend {
 
   // --- memory
   Result<std::unique_ptr<Buffer>> Allocate(size_t bytes) override {
-    const uint64_t need = (std::max<uint64_t>(bytes, 4) + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+    const std::optional<uint64_t> off = Take(bytes);
+    if (!off) {
+      return ResourceExhausted("webgpu: the activation arena (" + std::to_string(arena_bytes_ >> 20) +
+                               " MiB) has no room for " + std::to_string(bytes) + " bytes");
+    }
+    auto b = std::make_unique<ArenaBuffer>(bytes, *off, this);
+    Fill(F32{b.get(), 0}, ArenaBytes(bytes) / 4, 0.0f);  // zero-filled, as the interface promises
+    return std::unique_ptr<Buffer>(std::move(b));
+  }
+  // The arena bytes `bytes` take: whole kArenaAlign blocks, at least one.
+  static uint64_t ArenaBytes(uint64_t bytes) {
+    return (std::max<uint64_t>(bytes, 4) + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+  }
+  // The offset of ArenaBytes(bytes) taken from the first free range that holds them; none if no
+  // range does. Allocate's buffers, and the backend's own space between two of its dispatches
+  // (not zero-filled: the GPU runs dispatches in order, so it can be released once they are
+  // recorded).
+  std::optional<uint64_t> Take(uint64_t bytes) {
+    const uint64_t need = ArenaBytes(bytes);
     for (size_t i = 0; i < free_.size(); ++i) {
       if (free_[i].second >= need) {
         const uint64_t off = free_[i].first;
         free_[i].first += need;
         free_[i].second -= need;
         if (!free_[i].second) free_.erase(free_.begin() + i);
-        auto b = std::make_unique<ArenaBuffer>(bytes, off, this);
-        Fill(F32{b.get(), 0}, (need) / 4, 0.0f);  // zero-filled, as the interface promises
-        return std::unique_ptr<Buffer>(std::move(b));
-      }
-    }
-    return ResourceExhausted("webgpu: the activation arena (" + std::to_string(arena_bytes_ >> 20) +
-                             " MiB) has no room for " + std::to_string(bytes) + " bytes");
-  }
-  // Arena space for the backend's own use between two of its dispatches, not zero-filled: the
-  // GPU runs dispatches in order, so it is free again once they are recorded. None if no room.
-  std::optional<uint64_t> TakeScratch(uint64_t bytes) {
-    const uint64_t need = (bytes + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
-    for (auto& [off, size] : free_) {
-      if (size >= need) {
-        const uint64_t at = off;
-        off += need;
-        size -= need;
-        return at;
+        return off;
       }
     }
     return std::nullopt;
   }
   void Release(uint64_t off, uint64_t bytes) {
-    const uint64_t need = (std::max<uint64_t>(bytes, 4) + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
-    free_.push_back({off, need});
+    free_.push_back({off, ArenaBytes(bytes)});
     std::sort(free_.begin(), free_.end());
     std::vector<std::pair<uint64_t, uint64_t>> merged;
     for (const auto& f : free_) {
@@ -487,7 +487,7 @@ class WebGpuBackend final : public Backend {
     if (parts > 1 && w.rows % 4 == 0 && At(out) % 4 == 0) {
       const uint64_t kc = ((w.cols + parts - 1) / parts + 31) / 32 * 32;  // whole stages of columns
       parts = (w.cols + kc - 1) / kc;
-      if (const std::optional<uint64_t> at = TakeScratch(parts * n * 4)) {
+      if (const std::optional<uint64_t> at = Take(parts * n * 4)) {
         Dispatch(Kernel::kMatMulWide, {&w}, tiles(big) * parts,
                  {U(*at / 4), At(in), U(rows), U(w.rows), U(w.cols), U(kc)}, big);
         Dispatch(Kernel::kSplitSum, {}, (n / 4 + 63) / 64, {At(out), U(*at / 4), U(n / 4), U(parts)});
