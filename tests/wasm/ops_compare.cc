@@ -467,9 +467,10 @@ void RunAll(Backend& gpu, Backend& cpu) {
       return s.Read(out, rows * heads * d);
     });
   }
-  // The query norm and RoPE folded into attention (one row: attention_wide norms and rotates the
-  // query it loads; three rows: apart), with splits over a long cache.
-  for (auto [rows, d, cached] : {std::tuple{1, 256, 300}, {1, 512, 40}, {1, 8, 5}, {3, 64, 20}}) {
+  // The query norm and RoPE folded into attention (up to 8 rows: attention_wide norms and rotates
+  // each query it loads; 9 rows: apart), with splits over a long cache.
+  for (auto [rows, d, cached] :
+       {std::tuple{1, 256, 300}, {1, 512, 40}, {1, 8, 5}, {3, 64, 20}, {3, 256, 300}, {9, 64, 20}}) {
     Case("norm_rope_attention_r" + std::to_string(rows) + "_d" + std::to_string(d), gpu, cpu, 1e-10, [&](Side& s) {
       const int heads = 8, kvh = 2, cap = 320, start = cached;
       F32 q = s.Floats(Random(rows * heads * d)), kn = s.Floats(Random(rows * kvh * d)),

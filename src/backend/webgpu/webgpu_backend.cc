@@ -565,9 +565,11 @@ class WebGpuBackend final : public Backend {
   void NormRopeAttention(F32 out, F32 q, const Weight& q_norm, float eps, std::span<const float> inv_freq,
                          std::span<const int64_t> positions, F32 k_new, F32 v_new, F32 k_cache, F32 v_cache,
                          const AttentionShape& s) override {
-    // One row (decode, drafting): attention_wide norms and rotates its copy of the query as it
-    // loads it (the row's position is s.start). Else the norm and RoPE go first.
-    const bool fold = s.rows == 1 && positions.size() == 1 && positions[0] == s.start && q_norm.present() &&
+    // Up to 8 rows at consecutive positions (decode, drafting, verification): attention_wide
+    // norms and rotates its copy of each query as it loads it. Else the norm and RoPE go first.
+    bool consecutive = positions.size() == static_cast<size_t>(s.rows);
+    for (size_t r = 0; consecutive && r < positions.size(); ++r) consecutive = positions[r] == s.start + int64_t(r);
+    const bool fold = s.rows <= 8 && consecutive && q_norm.present() &&
                       Bindings(q_norm) == 1 && inv_freq.size() * 2 == static_cast<size_t>(s.head_dim) &&
                       s.head_dim % 8 == 0 && WideAttention(s, {out, q, k_new, v_new, k_cache, v_cache});
     if (!fold) {
@@ -582,7 +584,7 @@ class WebGpuBackend final : public Backend {
     for (F32 t : tensors) wide = wide && At(t) % 4 == 0;
     return wide;
   }
-  // Attention; with q_norm, attention_wide norms and rotates the query first (one row).
+  // Attention; with q_norm, attention_wide norms and rotates the queries first (up to 8 rows).
   void Attend(F32 out, F32 q, F32 k_new, F32 v_new, F32 k_cache, F32 v_cache, const AttentionShape& s,
               const Weight* q_norm, float eps, std::span<const float> inv_freq) {
     // Few (row, head) pairs (decode, drafting) split their positions so the GPU has enough

@@ -3,7 +3,7 @@
 // team of 16 lanes per position, 16 positions at a time, each lane one or two vec4s of the key;
 // values: four groups of 64 threads over every fourth position, a thread holding dims 4t .. 4t + 3
 // and 256 + 4t .. 256 + 4t + 3. Splits as attention.wgsl (the same partials for attention_combine).
-// NORMED (one row): the query is rms-normed with W1 and rotated (RoPE at position `start`,
+// NORMED: the query is rms-normed with W1 and rotated (RoPE at its row's position, start + row;
 // frequencies at P16, eps P17) as it is loaded, as norm_rope.wgsl would have done it first.
 // P: out, q, k_new, v_new, k_cache, v_cache, rows, heads, kv_heads, head_dim,
 //    window | past_only << 31, start, cached, capacity, splits, partials[, inv_freq, eps]
@@ -35,7 +35,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       workgroupBarrier();
     }
     let inv = 1.0 / sqrt(red[0] / f32(d) + pf(17u));
-    let h4 = d4 / 2u; let half = d / 2u; let pos = f32(pu(11u));
+    let h4 = d4 / 2u; let half = d / 2u; let pos = f32(pu(11u) + rh / pu(7u));
     var lo = vec4<f32>(0.0); var hi = vec4<f32>(0.0);
     if (lid.x < h4) {
       let e = 4u * lid.x; let f = pu(16u) + e;
