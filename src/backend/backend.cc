@@ -49,9 +49,15 @@ void Backend::NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm
 }
 
 void Backend::NormMatMul2(F32 out_a, F32 out_b, F32 normed_scratch, F32 in, const Weight& norm, float eps,
-                          const Weight& wa, const Weight& wb, int rows) {
-  NormMatMul(out_a, normed_scratch, in, norm, eps, wa, rows);
+                          const Weight& wa, const Weight& wb, int rows, const ResidualAdd& pre) {
+  NormMatMul(out_a, normed_scratch, in, norm, eps, wa, rows, pre);
   NormMatMul(out_b, normed_scratch, in, norm, eps, wb, rows);
+}
+void Backend::NormMatMulKvNorms(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w,
+                                int rows, const KvNorms& kv) {
+  NormMatMul(out, normed_scratch, in, norm, eps, w, rows);
+  NormRope(kv.k, rows, kv.kv_heads, kv.k_norm, eps, kv.inv_freq, kv.positions);
+  RmsNorm(kv.v, kv.v, Weight{}, rows * kv.kv_heads, static_cast<int>(kv.inv_freq.size() * 2), eps);
 }
 
 void Backend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, const Weight& norm, float eps,
@@ -87,14 +93,6 @@ void Backend::CacheAppends(std::span<const CacheAppendLayer> layers, int rows, i
   for (const CacheAppendLayer& l : layers) {
     CacheAppend(l.k_cache, l.v_cache, l.k_new, l.v_new, rows, l.row_size, start, l.capacity);
   }
-}
-
-void Backend::QkvNorms(F32 q, F32 k, F32 v, int rows, int heads, int kv_heads, const Weight& q_norm,
-                       const Weight& k_norm, float eps, std::span<const float> inv_freq,
-                       std::span<const int64_t> positions) {
-  NormRope(q, rows, heads, q_norm, eps, inv_freq, positions);
-  NormRope(k, rows, kv_heads, k_norm, eps, inv_freq, positions);
-  RmsNorm(v, v, Weight{}, rows * kv_heads, static_cast<int>(inv_freq.size() * 2), eps);
 }
 
 Status CheckQuantizedSource(DType type, uint64_t elements, const Reader& values, uint64_t values_offset,

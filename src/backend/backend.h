@@ -88,6 +88,15 @@ struct MoeShape {
   int expert_width = 0;  // moe_intermediate_size
 };
 
+// The new keys and values NormMatMulKvNorms norms: k, v: (rows, kv_heads, inv_freq.size() * 2).
+struct KvNorms {
+  F32 k, v;
+  int kv_heads = 0;
+  Weight k_norm;
+  std::span<const float> inv_freq;
+  std::span<const int64_t> positions;
+};
+
 // One layer's cache and new rows for CacheAppends.
 struct CacheAppendLayer {
   F32 k_cache, v_cache;  // (capacity, row_size)
@@ -96,10 +105,10 @@ struct CacheAppendLayer {
   int64_t capacity = 0;
 };
 
-// The fused ops (AddRmsNorm, AddRmsNormTo, NormMatMul, NormMatMul2, GateUp, NormRope, MatMulGeluMul,
-// QkvNorms, CacheAppends)
+// The fused ops (AddRmsNorm, AddRmsNormTo, NormMatMul, NormMatMul2, NormMatMulKvNorms, GateUp, NormRope,
+// MatMulGeluMul, CacheAppends)
 // default to the ops they fuse (backend.cc); a backend overrides them where one kernel does
-// better. NormMatMul, GateUp and MatMulGeluMul take an optional `pre`: a ResidualAdd to make
+// better. NormMatMul, NormMatMul2, GateUp and MatMulGeluMul take an optional `pre`: a ResidualAdd to make
 // first, whose x_out is then their input `in`.
 class Backend {
  public:
@@ -146,7 +155,12 @@ class Backend {
   // NormMatMul of one input through two matrices of the same width (a layer's keys and values):
   // out_a = wa . (rmsnorm(in) * norm), out_b = wb . (rmsnorm(in) * norm)   in: (rows, wa.cols)
   virtual void NormMatMul2(F32 out_a, F32 out_b, F32 normed_scratch, F32 in, const Weight& norm, float eps,
-                           const Weight& wa, const Weight& wb, int rows);
+                           const Weight& wa, const Weight& wb, int rows, const ResidualAdd& pre = {});
+  // NormMatMul (the queries), and the attention norms of the layer's new keys and values, in
+  // place: k = NormRope(k) with k_norm at positions, v = rmsnorm(v) without a weight, per head
+  // (the keys' and values' projections are made before).
+  virtual void NormMatMulKvNorms(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w,
+                                 int rows, const KvNorms& kv);
   // out[r, o] = gelu_tanh(h[r] . gate[o]) * (h[r] . up[o]) with h = rmsnorm(in) * norm
   // in: (rows, gate.cols), out: (rows, gate.rows); the op may overwrite up_scratch (rows, up.rows)
   // and normed_scratch (rows, gate.cols)
@@ -180,12 +194,6 @@ class Backend {
   // per-layer embedding's gate)                  in: (rows, w.cols), out: (rows, w.rows)
   virtual void MatMulGeluMul(F32 out, F32 in, const Weight& w, F32 mul, int rows, int mul_stride,
                              const ResidualAdd& pre = {});
-  // Attention's norms of a layer with its own keys and values: q and k as NormRope with q_norm
-  // and k_norm, v as RmsNorm without a weight, each per head.
-  // q: (rows, heads, hd), k, v: (rows, kv_heads, hd), hd = inv_freq.size() * 2
-  virtual void QkvNorms(F32 q, F32 k, F32 v, int rows, int heads, int kv_heads, const Weight& q_norm,
-                        const Weight& k_norm, float eps, std::span<const float> inv_freq,
-                        std::span<const int64_t> positions);
   // out = a + b                                                      (count)
   virtual void Add(F32 out, F32 a, F32 b, size_t count) = 0;
   // dst = src                                                        (count)

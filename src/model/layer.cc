@@ -25,19 +25,21 @@ void RunLayer(Backend& be, const ModelConfig& c, int i, const LayerWeights& lw, 
 
   // Attention block.
   // Each projection folds in the input norm (b.h: the normed input where a backend makes it
-  // apart); the first also makes the previous layer's last join.
-  be.NormMatMul(b.q, b.h, res.x, lw.input_norm, c.rms_eps, lw.q_proj, n, TakePending(res));
-  if (!l.kv_shared) {
-    if (l.k_eq_v) {
-      be.NormMatMul(kv.k_new, b.h, res.x, lw.input_norm, c.rms_eps, lw.k_proj, n);
-      be.RmsNorm(kv.v_new, kv.k_new, Weight{}, n * l.kv_heads, hd, c.rms_eps);  // values: k before its norm
-      be.NormRope(b.q, n, l.heads, lw.q_norm, c.rms_eps, l.inv_freq, positions);
-      be.NormRope(kv.k_new, n, l.kv_heads, lw.k_norm, c.rms_eps, l.inv_freq, positions);
-    } else {
-      be.NormMatMul2(kv.k_new, kv.v_new, b.h, res.x, lw.input_norm, c.rms_eps, lw.k_proj, lw.v_proj, n);
-      be.QkvNorms(b.q, kv.k_new, kv.v_new, n, l.heads, l.kv_heads, lw.q_norm, lw.k_norm, c.rms_eps, l.inv_freq,
-                  positions);
-    }
+  // apart); the first also makes the previous layer's last join. With keys and values of its
+  // own (and apart), the layer projects them first, so that the query projection can norm them.
+  const bool kv_first = !l.kv_shared && !l.k_eq_v;
+  if (kv_first) {
+    be.NormMatMul2(kv.k_new, kv.v_new, b.h, res.x, lw.input_norm, c.rms_eps, lw.k_proj, lw.v_proj, n,
+                   TakePending(res));
+    const KvNorms norms{kv.k_new, kv.v_new, l.kv_heads, lw.k_norm, l.inv_freq, positions};
+    be.NormMatMulKvNorms(b.q, b.h, res.x, lw.input_norm, c.rms_eps, lw.q_proj, n, norms);
+  } else {
+    be.NormMatMul(b.q, b.h, res.x, lw.input_norm, c.rms_eps, lw.q_proj, n, TakePending(res));
+  }
+  if (l.k_eq_v && !l.kv_shared) {
+    be.NormMatMul(kv.k_new, b.h, res.x, lw.input_norm, c.rms_eps, lw.k_proj, n);
+    be.RmsNorm(kv.v_new, kv.k_new, Weight{}, n * l.kv_heads, hd, c.rms_eps);  // values: k before its norm
+    be.NormRope(kv.k_new, n, l.kv_heads, lw.k_norm, c.rms_eps, l.inv_freq, positions);
   }
   AttentionShape shape;
   shape.rows = n;
@@ -49,12 +51,9 @@ void RunLayer(Backend& be, const ModelConfig& c, int i, const LayerWeights& lw, 
   shape.cached = kv.cached;
   shape.capacity = kv.capacity;
   shape.past_only = kv.past_only;
-  if (l.kv_shared) {  // the query norm and RoPE go with the attention
-    be.NormRopeAttention(b.attn, b.q, lw.q_norm, c.rms_eps, l.inv_freq, positions, kv.k_new, kv.v_new, kv.k_cache,
-                         kv.v_cache, shape);
-  } else {
-    be.Attention(b.attn, b.q, kv.k_new, kv.v_new, kv.k_cache, kv.v_cache, shape);
-  }
+  // The query norm and RoPE go with the attention.
+  be.NormRopeAttention(b.attn, b.q, lw.q_norm, c.rms_eps, l.inv_freq, positions, kv.k_new, kv.v_new, kv.k_cache,
+                       kv.v_cache, shape);
   be.MatMul(b.o, b.attn, lw.o_proj, n);
   Join(be, res, b.o, lw.post_attn_norm, eps, 1.0f, n, H);
 

@@ -362,6 +362,46 @@ void RunAll(Backend& gpu, Backend& cpu) {
       });
     }
   }
+  // A layer's attention inputs as the model makes them: the key and value projections making the
+  // pending join (one row: on the way in; 3 and 9 rows: apart), then the query projection with the
+  // new keys' and values' norms (up to 8 rows of 16-bit or block weights: workgroups of their own
+  // in its dispatch; 9 rows, and f32 weights: apart). The products, the joined residual and the
+  // normed keys and values.
+  for (DType dt : {DType::kBF16, DType::kF32, DType::kQ8, DType::kQ4}) {
+    for (auto [rows, kvh, hd] : {std::tuple{1, 1, 256}, {3, 2, 8}, {9, 2, 8}, {1, 2, 64}}) {
+      const std::string shape = std::string(DTypeName(dt)) + "_" + std::to_string(rows) + "x" + std::to_string(kvh) +
+                                "x" + std::to_string(hd);
+      Case("attention_inputs_" + shape, gpu, cpu, 1e-10, [&](Side& s) {
+        const int ins = 96, outs = 40, kv = kvh * hd;
+        auto make = [&](int n) {
+          const std::vector<float> v = Random(n * ins);
+          return IsQuantized(dt) ? s.MakeQuantized(v, 1, n, ins, dt) : s.MakeWeight(v, 1, n, ins, dt);
+        };
+        Weight wk = make(kv), wv = make(kv), wq = make(outs);
+        Weight norm = s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16),
+               k_norm = s.MakeWeight(Random(hd), 1, 1, hd, DType::kBF16);
+        F32 x = s.Floats(Random(rows * ins, 3.0f)), delta = s.Floats(Random(rows * ins, 2.0f)),
+            x_out = s.Floats(std::vector<float>(rows * ins)), h = s.Floats(std::vector<float>(rows * ins));
+        F32 k = s.Floats(std::vector<float>(rows * kv)), v = s.Floats(std::vector<float>(rows * kv)),
+            q = s.Floats(std::vector<float>(rows * outs));
+        std::vector<float> inv(hd / 2);
+        for (int i = 0; i < hd / 2; ++i) inv[i] = std::pow(10000.0f, -2.0f * i / hd);
+        std::vector<int64_t> pos(rows);
+        for (int r = 0; r < rows; ++r) pos[r] = 700 + 3 * r;
+        const ResidualAdd pre{x, delta, x_out, s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16), 1e-6f, 0.8f};
+        s.be->NormMatMul2(k, v, h, x_out, norm, 1e-6f, wk, wv, rows, pre);
+        s.be->NormMatMulKvNorms(q, h, x_out, norm, 1e-6f, wq, rows, KvNorms{k, v, kvh, k_norm, inv, pos});
+        std::vector<float> out = s.Read(q, rows * outs);
+        for (F32 t : {k, v}) {
+          const std::vector<float> b = s.Read(t, rows * kv);
+          out.insert(out.end(), b.begin(), b.end());
+        }
+        const std::vector<float> b = s.Read(x_out, rows * ins);
+        out.insert(out.end(), b.begin(), b.end());
+        return out;
+      });
+    }
+  }
   // The per-layer embedding's gate: a product through gelu times a strided second input.
   for (DType dt : {DType::kF32, DType::kBF16, DType::kF16, DType::kQ8, DType::kQ4}) {
     for (auto [rows, ins] : {std::pair{1, 1536}, {3, 64}, {9, 96}}) {
@@ -377,16 +417,21 @@ void RunAll(Backend& gpu, Backend& cpu) {
            });
     }
   }
-  for (int rows : {1, 3}) {
-    Case("qkv_norms_" + std::to_string(rows), gpu, cpu, 1e-10, [&](Side& s) {
-      const int heads = 4, kvh = 2, d = 12;
-      F32 q = s.Floats(Random(rows * heads * d, 2.0f)), k = s.Floats(Random(rows * kvh * d, 2.0f)),
-          v = s.Floats(Random(rows * kvh * d, 2.0f));
-      Weight qn = s.MakeWeight(Random(d), 1, 1, d, DType::kBF16), kn = s.MakeWeight(Random(d), 1, 1, d, DType::kF32);
+  // The keys' and values' norms with an f32 norm weight and an odd head dim (with the queries'
+  // product of 16-bit weights: one dispatch for up to 8 rows; 9 rows: a kv_norms dispatch).
+  for (int rows : {1, 3, 9}) {
+    Case("kv_norms_" + std::to_string(rows), gpu, cpu, 1e-10, [&](Side& s) {
+      const int kvh = 2, d = 12, ins = 16, outs = 8;
+      F32 k = s.Floats(Random(rows * kvh * d, 2.0f)), v = s.Floats(Random(rows * kvh * d, 2.0f)),
+          x = s.Floats(Random(rows * ins)), q = s.Floats(std::vector<float>(rows * outs)),
+          h = s.Floats(std::vector<float>(rows * ins));
+      Weight w = s.MakeWeight(Random(outs * ins), 1, outs, ins, DType::kBF16),
+             norm = s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16), kn = s.MakeWeight(Random(d), 1, 1, d, DType::kF32);
       const std::vector<float> inv = {1.0f, 0.3f, 0.01f, 0.0f, 0.0f, 0.0f};
-      const std::vector<int64_t> pos = {5, 7, 1234};
-      s.be->QkvNorms(q, k, v, rows, heads, kvh, qn, kn, 1e-6f, inv, std::span(pos).first(rows));
-      auto a = s.Read(q, rows * heads * d), b = s.Read(k, rows * kvh * d), c = s.Read(v, rows * kvh * d);
+      std::vector<int64_t> pos(rows);
+      for (int r = 0; r < rows; ++r) pos[r] = r == 2 ? 1234 : 5 + 2 * r;
+      s.be->NormMatMulKvNorms(q, h, x, norm, 1e-6f, w, rows, KvNorms{k, v, kvh, kn, inv, pos});
+      auto a = s.Read(q, rows * outs), b = s.Read(k, rows * kvh * d), c = s.Read(v, rows * kvh * d);
       a.insert(a.end(), b.begin(), b.end());
       a.insert(a.end(), c.begin(), c.end());
       return a;

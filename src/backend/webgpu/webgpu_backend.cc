@@ -86,7 +86,7 @@ class WeightBuffer final : public Buffer {
 enum class Kernel { kRmsNorm, kMatMul, kMatVec, kRope, kAttention, kCacheAppend, kElementwise, kGeluMul, kMoeRoute,
                     kMoeExperts, kArgmax, kBandwidth,
                     kAttentionCombine, kEmbedIds, kGatherMatVecIds, kTopK, kArgmaxKeyed, kAccept, kMatVecQ, kGateUp, kNormRope, kTopKValues,
-                    kMatVecWide, kGateUpWide, kQkvNorm, kAttentionWide, kMatMulWide, kAttentionTiled, kGateUpQ,
+                    kMatVecWide, kGateUpWide, kKvNorms, kAttentionWide, kMatMulWide, kAttentionTiled, kGateUpQ,
                     kSplitSum };
 const char* KernelFile(Kernel k) {
   switch (k) {
@@ -114,7 +114,7 @@ const char* KernelFile(Kernel k) {
     case Kernel::kTopKValues: return "topk_values";
     case Kernel::kMatVecWide: return "matvec_wide";
     case Kernel::kGateUpWide: return "gate_up_wide";
-    case Kernel::kQkvNorm: return "qkv_norm";
+    case Kernel::kKvNorms: return "kv_norms";
     case Kernel::kAttentionWide: return "attention_wide";
     case Kernel::kMatMulWide: return "matmul_wide";
     case Kernel::kAttentionTiled: return "attention_tiled";
@@ -510,41 +510,69 @@ class WebGpuBackend final : public Backend {
     MatMul(out, normed_scratch, w, rows);
   }
   void NormMatMul2(F32 out_a, F32 out_b, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& wa,
-                   const Weight& wb, int rows) override {
+                   const Weight& wb, int rows, const ResidualAdd& pre) override {
     // Decode and verification with two 16-bit matrices of one width and dtype: one dispatch, a
-    // team per output feature of either.
-    if (rows > 8) {  // prefill: the norm once for both products
-      RmsNorm(normed_scratch, in, norm, rows, static_cast<int>(wa.cols), eps);
+    // team per output feature of either, making a pending join of one row on the way in.
+    if (rows > 8) {  // prefill: the norm (and the join) once for both products
+      JoinThenNorm(pre, normed_scratch, in, norm, eps, rows, static_cast<int>(wa.cols));
       MatMul(out_a, normed_scratch, wa, rows);
       MatMul(out_b, normed_scratch, wb, rows);
       return;
     }
     if (!norm.present() || Bindings(norm) > 1 || !Wide(wa, in) || !Wide(wb) || wa.dtype != wb.dtype ||
         wa.cols != wb.cols) {
-      Backend::NormMatMul2(out_a, out_b, normed_scratch, in, norm, eps, wa, wb, rows);
+      Backend::NormMatMul2(out_a, out_b, normed_scratch, in, norm, eps, wa, wb, rows, pre);
       return;
     }
+    const bool fused = Fusable(pre, rows);
+    if (pre.present() && !fused) AddRmsNormTo(pre, rows, static_cast<int>(wa.cols));
     const int64_t outs = wa.rows + wb.rows;
     const TeamSplit t = TeamsPerFeature(outs, wa.cols);
-    Dispatch(Kernel::kMatVecWide, {&wa, &norm, &wb}, t.groups,
-             {At(out_a), At(in), U(rows), U(outs), U(wa.cols), Fl(eps), At(out_b), U(wa.rows)},
-             RowsVariant(rows) | kNormed | kTwo | t.variant);
+    std::vector<uint32_t> p = {At(out_a), At(fused ? pre.x_in : in), U(rows), U(outs), U(wa.cols), Fl(eps),
+                               At(out_b), U(wa.rows)};
+    if (fused) PreParams(pre, &p);
+    Dispatch(Kernel::kMatVecWide, {&wa, &norm, &wb, fused ? &pre.norm : &kNoWeight}, t.groups, p,
+             RowsVariant(rows) | kNormed | kTwo | (fused ? kPre : 0) | t.variant);
+  }
+  void NormMatMulKvNorms(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w, int rows,
+                         const KvNorms& kv) override {
+    // Up to 8 rows through matvec_wide or matvec_q: the norms by workgroups of their own in the
+    // product's dispatch (one per row, kv head and keys or values, ahead of the product's). Else
+    // the product, then the norms in one kv_norms dispatch. On the H200 this took E2B decode
+    // from 322 to 307 dispatches a token and from about 255 to 264 tokens/s.
+    const int hd = static_cast<int>(kv.inv_freq.size() * 2);
+    const bool apart = !kv.k_norm.present() || Bindings(kv.k_norm) > 1;
+    const Kernel k = Wide(w, in) ? Kernel::kMatVecWide
+                     : IsQuantized(w.dtype) && Bindings(w) == 1 ? Kernel::kMatVecQ : Kernel::kMatVec;
+    const auto [pp, fp] = RopeTables(kv.inv_freq, kv.positions);
+    const uint32_t extra = static_cast<uint32_t>(rows) * 2 * kv.kv_heads;
+    // kv_norm.wgsl's parameters, P12 on (eps: P5).
+    const std::vector<uint32_t> norms = {extra, At(kv.k), At(kv.v), U(kv.kv_heads), U(hd / 2), pp, fp};
+    if (rows > 8 || apart || !norm.present() || Bindings(norm) > 1 || k == Kernel::kMatVec) {
+      NormMatMul(out, normed_scratch, in, norm, eps, w, rows, {});
+      if (apart) {
+        NormRope(kv.k, rows, kv.kv_heads, kv.k_norm, eps, kv.inv_freq, kv.positions);
+        RmsNorm(kv.v, kv.v, Weight{}, rows * kv.kv_heads, hd, eps);
+        return;
+      }
+      std::vector<uint32_t> p(12, 0);
+      p[5] = Fl(eps);
+      p.insert(p.end(), norms.begin(), norms.end());
+      Dispatch(Kernel::kKvNorms, {&kNoWeight, &kNoWeight, &kNoWeight, &kv.k_norm}, extra, p);
+      return;
+    }
+    const TeamSplit t = TeamsPerFeature(w.rows, w.cols);
+    std::vector<uint32_t> p = {At(out), At(in), U(rows), U(w.rows), U(w.cols), Fl(eps), 0, 0, 0, 0, 0, 0};
+    p.insert(p.end(), norms.begin(), norms.end());
+    Dispatch(k, {&w, &norm, &kNoWeight, &kv.k_norm}, t.groups + extra, p,
+             RowsVariant(rows) | kNormed | kKvNorms | (k == Kernel::kMatVecQ && At(in) % 4 == 0 ? kVecIn : 0) |
+                 t.variant);
   }
   void NormRope(F32 x, int rows, int heads, const Weight& norm, float eps, std::span<const float> inv_freq,
                 std::span<const int64_t> positions) override {
     const auto [pp, fp] = RopeTables(inv_freq, positions);
     Dispatch(Kernel::kNormRope, {&norm}, static_cast<uint64_t>(rows) * heads,
              {At(x), U(rows), U(heads), U(inv_freq.size()), pp, fp, Fl(eps)});
-  }
-  void QkvNorms(F32 q, F32 k, F32 v, int rows, int heads, int kv_heads, const Weight& q_norm, const Weight& k_norm,
-                float eps, std::span<const float> inv_freq, std::span<const int64_t> positions) override {
-    if (!q_norm.present() || !k_norm.present() || Bindings(q_norm) > 1 || Bindings(k_norm) > 1) {
-      Backend::QkvNorms(q, k, v, rows, heads, kv_heads, q_norm, k_norm, eps, inv_freq, positions);
-      return;
-    }
-    const auto [pp, fp] = RopeTables(inv_freq, positions);
-    Dispatch(Kernel::kQkvNorm, {&q_norm, &k_norm}, static_cast<uint64_t>(rows) * (heads + 2 * kv_heads),
-             {At(q), At(k), At(v), U(rows), U(heads), U(kv_heads), U(inv_freq.size()), pp, fp, Fl(eps)});
   }
   void MatMulGeluMul(F32 out, F32 in, const Weight& w, F32 mul, int rows, int mul_stride,
                      const ResidualAdd& pre) override {
@@ -726,6 +754,7 @@ class WebGpuBackend final : public Backend {
   static constexpr int kPre = 128;    // variant bit: a residual join made on the way in (residual_add.wgsl)
   static constexpr int kTwo = 256;    // variant bit: matvec_wide over two matrices (NormMatMul2)
   static constexpr int kTeamsShift = 9;  // variant bits 9, 10: log2 of the teams per feature
+  static constexpr int kKvNorms = 2048;   // variant bit: matvec_wide's first workgroups norm new keys and values
   // matvec_wide's and matvec_q's teams per output feature: doubled while the dispatch has fewer
   // than 4,096 teams and each team keeps at least 64 runs of eight weights (two per lane: two
   // 16-byte words of 16-bit weights or two q4 words; q8 words hold four weights, so four of those).
@@ -880,7 +909,7 @@ class WebGpuBackend final : public Backend {
     // The matrix-vector kernels share their teams' reduction: subgroup adds where the device
     // has subgroups of one width that divides a team.
     if (k == Kernel::kMatVec || k == Kernel::kMatVecQ || k == Kernel::kGateUp || k == Kernel::kGatherMatVecIds ||
-        k == Kernel::kMatVecWide || k == Kernel::kGateUpWide || k == Kernel::kGateUpQ) {
+        k == Kernel::kMatVecWide || k == Kernel::kGateUpWide || k == Kernel::kGateUpQ || k == Kernel::kKvNorms) {
       if (subgroup_) {
         src = "enable subgroups;\n" + src + WgslSource("team_subgroup");
         ReplaceAll(src, "SUBGROUP", std::to_string(subgroup_) + "u");
@@ -892,9 +921,13 @@ class WebGpuBackend final : public Backend {
       src += WgslSource("attention_span");
     }
     if (k == Kernel::kMatVecWide || k == Kernel::kMatVecQ) src += WgslSource("teams");
+    if (k == Kernel::kMatVecWide || k == Kernel::kMatVecQ || k == Kernel::kKvNorms) src += WgslSource("kv_norm");
     if ((wide1 && k != Kernel::kMatMulWide) || k == Kernel::kMatVecQ || k == Kernel::kGateUp || k == Kernel::kGateUpQ) {
       src += WgslSource("residual_add");
-      ReplaceAll(src, "PRE_LP", k == Kernel::kGateUpWide || k == Kernel::kGateUp || k == Kernel::kGateUpQ ? "lp4" : "lp3");
+      // The join's norm: W4 where W3 is taken (the gate_up kernels' norm, matvec_wide's second matrix).
+      const bool w3_taken = k == Kernel::kGateUpWide || k == Kernel::kGateUp || k == Kernel::kGateUpQ ||
+                            (k == Kernel::kMatVecWide && (variant & kTwo));
+      ReplaceAll(src, "PRE_LP", w3_taken ? "lp4" : "lp3");
       ReplaceAll(src, "PREv", (variant & kPre) ? "true" : "false");
     }
     if (k == Kernel::kMatVecQ || k == Kernel::kGateUpQ) src += WgslSource("quant");
@@ -908,6 +941,7 @@ class WebGpuBackend final : public Backend {
     ReplaceAll(src, "NORMEDv", (variant & kNormed) ? "true" : "false");
     ReplaceAll(src, "GELUv", (variant & kGelu) ? "true" : "false");
     ReplaceAll(src, "TWOv", (variant & kTwo) ? "true" : "false");
+    ReplaceAll(src, "KV_NORMSv", (variant & kKvNorms) ? "true" : "false");
     ReplaceAll(src, "TEAMSv", std::to_string(1 << ((variant >> kTeamsShift) & 3)) + "u");
     ReplaceAll(src, "W3_VEC4", wide3 ? "W3[k]" : "vec4<u32>(0u)");
     ReplaceAll(src, "VEC_INv", (variant & kVecIn) ? "true" : "false");

@@ -10,7 +10,8 @@ const ROWS = VARIANTu;
 const TEAMS = TEAMSv;
 const NORMED = NORMEDv;
 const GELU = GELUv;
-const VEC_IN = VEC_INv;  // the arena seen as vec4s: the input's offset and row length are multiples of 4
+const VEC_IN = VEC_INv;
+const KV_NORMS = KV_NORMSv;  // the first P12 workgroups norm new keys and values (kv_norm.wgsl)  // the arena seen as vec4s: the input's offset and row length are multiples of 4
 
 // acc[r] += s * (the word's values . in[r, xi ..]) for each row (columns col ..; normed: the inputs
 // times the norm weight, their squares summed into sq).
@@ -59,7 +60,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         @builtin(num_workgroups) n: vec3<u32>) {
   let team = lid.x >> 5u; let lane = lid.x & 31u;
   let slice = team % TEAMS;  // which of its output feature's teams this is
-  let o = (wg.x + wg.y * n.x) * (8u / TEAMS) + team / TEAMS;
+  var g = wg.x + wg.y * n.x;
+  if (KV_NORMS) {
+    if (g < pu(12u)) {
+      kv_norm(g, lid.x, lane);
+      return;
+    }
+    g -= pu(12u);
+  }
+  let o = g * (8u / TEAMS) + team / TEAMS;
   let rows = pu(2u); let outs = pu(3u); let ins = pu(4u);
   let x = pu(1u);
   var acc: array<f32, ROWS>;

@@ -6,12 +6,15 @@
 // rows, out_features, in_features, eps, mul, mul_stride. ROWS (1, 2, 4 or 8) and TEAMS (1, 2, 4
 // or 8) are fixed when compiled; NORMED and GELU as in matvec.wgsl; PRE
 // (residual_add.wgsl, its norm in W3) joins a residual into the input first. TWO: output features
-// from P7 on come from a second matrix, W3, of the same width, and go to P6 (GELU and PRE off).
+// from P7 on come from a second matrix, W3, of the same width, and go to P6 (GELU off; PRE's norm
+// in W4). KV_NORMS: the first P12 workgroups norm a layer's new keys and values in place instead
+// (kv_norm.wgsl), and the product's start after them.
 const ROWS = VARIANTu;
 const TEAMS = TEAMSv;  // 1, 2, 4 or 8
 const NORMED = NORMEDv;
 const GELU = GELUv;
 const TWO = TWOv;
+const KV_NORMS = KV_NORMSv;
 
 fn pair16(v: u32) -> vec2<f32> { PAIR16 }
 
@@ -53,7 +56,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         @builtin(num_workgroups) n: vec3<u32>) {
   let team = lid.x >> 5u; let lane = lid.x & 31u;
   let slice = team % TEAMS;  // which of its output feature's teams this is
-  let o = (wg.x + wg.y * n.x) * (8u / TEAMS) + team / TEAMS;
+  var g = wg.x + wg.y * n.x;
+  if (KV_NORMS) {
+    if (g < pu(12u)) {
+      kv_norm(g, lid.x, lane);
+      return;
+    }
+    g -= pu(12u);
+  }
+  let o = g * (8u / TEAMS) + team / TEAMS;
   let rows = pu(2u); let outs = pu(3u); let ins = pu(4u);
   // With TWO, the team's matrix (second: W3) and its row in it.
   let second = TWO && o >= pu(7u);

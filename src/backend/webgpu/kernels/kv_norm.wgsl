@@ -1,0 +1,30 @@
+// A layer's new keys' and values' norms (NormMatMulKvNorms): the first P12 workgroups of
+// matvec_wide.wgsl and matvec_q.wgsl with KV_NORMS, ahead of the product's, or kv_norms.wgsl's. Workgroup t < P12 (of 256 threads) norms row t / (2 kv_heads) of kv head
+// (t / 2) % kv_heads: of the keys (P13: k = rope(rmsnorm(k) * W4)) for even t, of the values
+// (P14: v = rmsnorm(v)) for odd. P15: kv_heads, P16: half the head dim, P17: positions, P18:
+// frequencies; eps P5.
+var<workgroup> kv_teams: array<f32, 8>;
+fn kv_norm(t: u32, local: u32, lane: u32) {
+  let kvh = pu(15u); let half = pu(16u); let d = 2u * half;
+  let r = t / (2u * kvh); let values = (t & 1u) == 1u;
+  let base = select(pu(13u), pu(14u), values) + (t / 2u) * d;  // rows of kv_heads heads: (r, head) is t / 2
+  var s = 0.0;
+  for (var i = local; i < d; i += 256u) { let e = af(base + i); s += e * e; }
+  let sums = team_sums(local, lane, vec4<f32>(s, 0.0, 0.0, 0.0));
+  if (lane == 0u) { kv_teams[local >> 5u] = sums.x; }
+  workgroupBarrier();
+  var ss = 0.0;
+  for (var j = 0u; j < 8u; j++) { ss += kv_teams[j]; }
+  let inv = 1.0 / sqrt(ss / f32(d) + pf(5u));
+  if (values) {
+    for (var i = local; i < d; i += 256u) { afset(base + i, af(base + i) * inv); }
+    return;
+  }
+  let pos = f32(au(pu(17u) + r));
+  for (var i = local; i < half; i += 256u) {
+    let ra = reduce_angle(af(pu(18u) + i) * pos); let c = cos(ra); let sn = sin(ra);
+    let a = af(base + i) * inv * ld4(i); let b = af(base + i + half) * inv * ld4(i + half);
+    afset(base + i, a * c - b * sn);
+    afset(base + i + half, b * c + a * sn);
+  }
+}
