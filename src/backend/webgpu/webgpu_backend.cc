@@ -754,7 +754,7 @@ class WebGpuBackend final : public Backend {
   static constexpr int kPre = 128;    // variant bit: a residual join made on the way in (residual_add.wgsl)
   static constexpr int kTwo = 256;    // variant bit: matvec_wide over two matrices (NormMatMul2)
   static constexpr int kTeamsShift = 9;  // variant bits 9, 10: log2 of the teams per feature
-  static constexpr int kKvNorms = 2048;   // variant bit: matvec_wide's first workgroups norm new keys and values
+  static constexpr int kKvNorms = 2048;   // variant bit: the first workgroups norm new keys and values (kv_norm.wgsl)
   // matvec_wide's and matvec_q's teams per output feature: doubled while the dispatch has fewer
   // than 4,096 teams and each team keeps at least 64 runs of eight weights (two per lane: two
   // 16-byte words of 16-bit weights or two q4 words; q8 words hold four weights, so four of those).

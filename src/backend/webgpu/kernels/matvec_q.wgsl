@@ -10,8 +10,8 @@ const ROWS = VARIANTu;
 const TEAMS = TEAMSv;
 const NORMED = NORMEDv;
 const GELU = GELUv;
-const VEC_IN = VEC_INv;
-const KV_NORMS = KV_NORMSv;  // the first P12 workgroups norm new keys and values (kv_norm.wgsl)  // the arena seen as vec4s: the input's offset and row length are multiples of 4
+const VEC_IN = VEC_INv;  // the arena seen as vec4s: the input's offset and row length are multiples of 4
+const KV_NORMS = KV_NORMSv;  // the first P12 workgroups norm new keys and values (kv_norm.wgsl)
 
 // acc[r] += s * (the word's values . in[r, xi ..]) for each row (columns col ..; normed: the inputs
 // times the norm weight, their squares summed into sq).
