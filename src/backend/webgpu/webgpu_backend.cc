@@ -446,8 +446,7 @@ class WebGpuBackend final : public Backend {
                      : Wide(gate, in) && Wide(up)  ? Kernel::kGateUpWide
                      : quant_words                 ? Kernel::kGateUpQ
                                                    : Kernel::kGateUp;
-    const bool fused = (k != Kernel::kGateUp || gate.cols % 4 == 0) && Fusable(pre, rows);
-    if (pre.present() && !fused) AddRmsNormTo(pre, rows, static_cast<int>(gate.cols));
+    const bool fused = JoinOnTheWay(pre, k != Kernel::kGateUp || gate.cols % 4 == 0, rows, gate.cols);
     std::vector<uint32_t> p = {At(out), At(fused ? pre.x_in : in), U(rows), U(gate.rows), U(gate.cols), Fl(eps)};
     if (fused) PreParams(pre, &p);
     Dispatch(k, {&gate, &up, &norm, fused ? &pre.norm : &kNoWeight}, (gate.rows + 7) / 8, p,
@@ -524,8 +523,7 @@ class WebGpuBackend final : public Backend {
       Backend::NormMatMul2(out_a, out_b, normed_scratch, in, norm, eps, wa, wb, rows, pre);
       return;
     }
-    const bool fused = Fusable(pre, rows);
-    if (pre.present() && !fused) AddRmsNormTo(pre, rows, static_cast<int>(wa.cols));
+    const bool fused = JoinOnTheWay(pre, true, rows, wa.cols);
     const int64_t outs = wa.rows + wb.rows;
     const TeamSplit t = TeamsPerFeature(outs, wa.cols);
     std::vector<uint32_t> p = {At(out_a), At(fused ? pre.x_in : in), U(rows), U(outs), U(wa.cols), Fl(eps),
@@ -540,21 +538,19 @@ class WebGpuBackend final : public Backend {
     // product's dispatch (one per row, kv head and keys or values, ahead of the product's). Else
     // the product, then the norms in one kv_norms dispatch. On the H200 this took E2B decode
     // from 322 to 307 dispatches a token and from about 255 to 264 tokens/s.
+    if (!kv.k_norm.present() || Bindings(kv.k_norm) > 1) {
+      Backend::NormMatMulKvNorms(out, normed_scratch, in, norm, eps, w, rows, kv);
+      return;
+    }
     const int hd = static_cast<int>(kv.inv_freq.size() * 2);
-    const bool apart = !kv.k_norm.present() || Bindings(kv.k_norm) > 1;
     const Kernel k = Wide(w, in) ? Kernel::kMatVecWide
                      : IsQuantized(w.dtype) && Bindings(w) == 1 ? Kernel::kMatVecQ : Kernel::kMatVec;
     const auto [pp, fp] = RopeTables(kv.inv_freq, kv.positions);
     const uint32_t extra = static_cast<uint32_t>(rows) * 2 * kv.kv_heads;
     // kv_norm.wgsl's parameters, P12 on (eps: P5).
     const std::vector<uint32_t> norms = {extra, At(kv.k), At(kv.v), U(kv.kv_heads), U(hd / 2), pp, fp};
-    if (rows > 8 || apart || !norm.present() || Bindings(norm) > 1 || k == Kernel::kMatVec) {
+    if (rows > 8 || !norm.present() || Bindings(norm) > 1 || k == Kernel::kMatVec) {
       NormMatMul(out, normed_scratch, in, norm, eps, w, rows, {});
-      if (apart) {
-        NormRope(kv.k, rows, kv.kv_heads, kv.k_norm, eps, kv.inv_freq, kv.positions);
-        RmsNorm(kv.v, kv.v, Weight{}, rows * kv.kv_heads, hd, eps);
-        return;
-      }
       std::vector<uint32_t> p(12, 0);
       p[5] = Fl(eps);
       p.insert(p.end(), norms.begin(), norms.end());
@@ -780,6 +776,13 @@ class WebGpuBackend final : public Backend {
     return pre.present() && rows == 1 && pre.norm.present() && Bindings(pre.norm) == 1 && At(pre.x_in) % 4 == 0 &&
            At(pre.delta) % 4 == 0 && At(pre.x_out) % 4 == 0;
   }
+  // Whether a kernel that can make the pending join `pre` on its way in (kernel_can) makes it;
+  // otherwise it is made now, apart (if any).
+  bool JoinOnTheWay(const ResidualAdd& pre, bool kernel_can, int rows, int64_t dim) {
+    const bool fused = kernel_can && Fusable(pre, rows);
+    if (pre.present() && !fused) AddRmsNormTo(pre, rows, static_cast<int>(dim));
+    return fused;
+  }
   // The join's parameters, P8 .. P11.
   static void PreParams(const ResidualAdd& pre, std::vector<uint32_t>* p) {
     p->resize(8, 0);
@@ -795,8 +798,7 @@ class WebGpuBackend final : public Backend {
               int mul_stride = 0, const ResidualAdd& pre = {}) {
     const Kernel k = Wide(w, in) ? Kernel::kMatVecWide
                      : IsQuantized(w.dtype) && Bindings(w) == 1 ? Kernel::kMatVecQ : Kernel::kMatVec;
-    const bool fused = (k == Kernel::kMatVecWide || k == Kernel::kMatVecQ) && Fusable(pre, rows);
-    if (pre.present() && !fused) AddRmsNormTo(pre, rows, static_cast<int>(w.cols));
+    const bool fused = JoinOnTheWay(pre, k == Kernel::kMatVecWide || k == Kernel::kMatVecQ, rows, w.cols);
     std::vector<const Weight*> ws = {&w, norm ? norm : &kNoWeight};
     if (fused) ws.push_back(&pre.norm);
     const bool gelu = gelu_mul.buffer != nullptr;

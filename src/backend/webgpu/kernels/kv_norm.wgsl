@@ -1,8 +1,22 @@
 // A layer's new keys' and values' norms (NormMatMulKvNorms): the first P12 workgroups of
-// matvec_wide.wgsl and matvec_q.wgsl with KV_NORMS, ahead of the product's, or kv_norms.wgsl's. Workgroup t < P12 (of 256 threads) norms row t / (2 kv_heads) of kv head
-// (t / 2) % kv_heads: of the keys (P13: k = rope(rmsnorm(k) * W4)) for even t, of the values
-// (P14: v = rmsnorm(v)) for odd. P15: kv_heads, P16: half the head dim, P17: positions, P18:
-// frequencies; eps P5.
+// matvec_wide.wgsl and matvec_q.wgsl with KV_NORMS, ahead of the product's, or kv_norms.wgsl's.
+// Workgroup t < P12 (of 256 threads) norms row t / (2 kv_heads) of kv head (t / 2) % kv_heads: of
+// the keys (P13: k = rope(rmsnorm(k) * W4)) for even t, of the values (P14: v = rmsnorm(v)) for
+// odd. P15: kv_heads, P16: half the head dim, P17: positions, P18: frequencies; eps P5.
+const KV_NORMS = KV_NORMSv;
+const KV_NORMED = 0xffffffffu;
+
+// For the product kernels: workgroup g's place among the product's workgroups, or KV_NORMED once
+// it has normed keys or values (with KV_NORMS, the first P12 do). Called by the whole workgroup.
+fn kv_norm_first(g: u32, local: u32, lane: u32) -> u32 {
+  if (!KV_NORMS) { return g; }
+  if (g < pu(12u)) {
+    kv_norm(g, local, lane);
+    return KV_NORMED;
+  }
+  return g - pu(12u);
+}
+
 var<workgroup> kv_teams: array<f32, 8>;
 fn kv_norm(t: u32, local: u32, lane: u32) {
   let kvh = pu(15u); let half = pu(16u); let d = 2u * half;

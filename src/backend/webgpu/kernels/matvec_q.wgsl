@@ -11,7 +11,6 @@ const TEAMS = TEAMSv;
 const NORMED = NORMEDv;
 const GELU = GELUv;
 const VEC_IN = VEC_INv;  // the arena seen as vec4s: the input's offset and row length are multiples of 4
-const KV_NORMS = KV_NORMSv;  // the first P12 workgroups norm new keys and values (kv_norm.wgsl)
 
 // acc[r] += s * (the word's values . in[r, xi ..]) for each row (columns col ..; normed: the inputs
 // times the norm weight, their squares summed into sq).
@@ -60,14 +59,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         @builtin(num_workgroups) n: vec3<u32>) {
   let team = lid.x >> 5u; let lane = lid.x & 31u;
   let slice = team % TEAMS;  // which of its output feature's teams this is
-  var g = wg.x + wg.y * n.x;
-  if (KV_NORMS) {
-    if (g < pu(12u)) {
-      kv_norm(g, lid.x, lane);
-      return;
-    }
-    g -= pu(12u);
-  }
+  let g = kv_norm_first(wg.x + wg.y * n.x, lid.x, lane);
+  if (g == KV_NORMED) { return; }
   let o = g * (8u / TEAMS) + team / TEAMS;
   let rows = pu(2u); let outs = pu(3u); let ins = pu(4u);
   let x = pu(1u);

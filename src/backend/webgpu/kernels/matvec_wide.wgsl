@@ -14,7 +14,6 @@ const TEAMS = TEAMSv;  // 1, 2, 4 or 8
 const NORMED = NORMEDv;
 const GELU = GELUv;
 const TWO = TWOv;
-const KV_NORMS = KV_NORMSv;
 
 fn pair16(v: u32) -> vec2<f32> { PAIR16 }
 
@@ -56,14 +55,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         @builtin(num_workgroups) n: vec3<u32>) {
   let team = lid.x >> 5u; let lane = lid.x & 31u;
   let slice = team % TEAMS;  // which of its output feature's teams this is
-  var g = wg.x + wg.y * n.x;
-  if (KV_NORMS) {
-    if (g < pu(12u)) {
-      kv_norm(g, lid.x, lane);
-      return;
-    }
-    g -= pu(12u);
-  }
+  let g = kv_norm_first(wg.x + wg.y * n.x, lid.x, lane);
+  if (g == KV_NORMED) { return; }
   let o = g * (8u / TEAMS) + team / TEAMS;
   let rows = pu(2u); let outs = pu(3u); let ins = pu(4u);
   // With TWO, the team's matrix (second: W3) and its row in it.
