@@ -1,8 +1,11 @@
 // attention.wgsl with the arena seen as vec4s, for head dims a multiple of 4 (up to 512) and
-// every offset a multiple of 4: queries, keys and values are read 16 bytes at a time. Scores: a
-// team of 16 lanes per position, 16 positions at a time, each lane one or two vec4s of the key;
-// values: four groups of 64 threads over every fourth position, a thread holding dims 4t .. 4t + 3
-// and 256 + 4t .. 256 + 4t + 3. Splits as attention.wgsl (the same partials for attention_combine).
+// every offset a multiple of 4: queries, keys and values are read 16 bytes at a time, and each
+// thread loads all its words of a tile before it uses any (a tile costs one or two trips to memory,
+// not one per word). Scores: a team of 16 lanes per position, 16 positions at a time, each lane
+// four positions' words of the key; values: four groups of 64 threads over every fourth position,
+// a thread holding dims 4t .. 4t + 3 and 256 + 4t .. 256 + 4t + 3, each group with its own
+// running max and sum, merged at the end. Splits as attention.wgsl (the same partials for
+// attention_combine).
 // NORMED: the query is rms-normed with W1 and rotated (RoPE at its row's position, start + row;
 // frequencies at P16, eps P17) as it is loaded, as norm_rope.wgsl would have done it first.
 // P: out, q, k_new, v_new, k_cache, v_cache, rows, heads, kv_heads, head_dim,
@@ -10,7 +13,9 @@
 const NORMED = NORMEDv;
 var<workgroup> qs: array<vec4<f32>, 128>;
 var<workgroup> sc: array<f32, 64>;
-var<workgroup> red: array<f32, 1024>;         // the scores' partial sums, 64 positions x 16 lanes
+var<workgroup> red: array<f32, 1040>;         // the scores' partial sums, 16 lanes x 64 positions (rows of 65)
+var<workgroup> gmax: array<f32, 4>;           // the groups' running max
+var<workgroup> gsum: array<f32, 4>;           // and sum
 var<workgroup> outs: array<vec4<f32>, 512>;   // the groups' outputs, 4 x 128
 
 @compute @workgroup_size(256)
@@ -52,49 +57,98 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   }
   let team = lid.x >> 4u; let lane = lid.x & 15u;
   let group = lid.x >> 6u; let gl = lid.x & 63u;
+  // Each group keeps its own running max and sum over its positions (c = group + 4j of each tile),
+  // merged with the others' at the end, so no thread waits on a whole tile's max.
   var m = -3.0e38;
   var l = 0.0;
   var acc0 = vec4<f32>(0.0); var acc1 = vec4<f32>(0.0);
   for (var p0 = slo; p0 <= shi; p0 += 64) {
     let cnt = min(64, shi - p0 + 1);
-    var part: array<f32, 4>;
-    for (var it = 0; it < 4; it++) {
-      let c = i32(team) + 16 * it;
-      if (c < cnt) {
-        let kb = kv_at(p0 + c, kv, pu(4u), pu(2u)) / 4u;
-        var s = 0.0;
-        for (var i = lane; i < d4; i += 16u) { s += dot(qs[i], A[kb + i]); }
-        part[it] = s;
+    // Scores: lane's dims h + lane + 16j of positions team + 16it, all 16 words loaded before any
+    // is used (one trip to memory, two for head dims over 256).
+    var part = vec4<f32>(0.0);
+    for (var h = 0u; h < d4; h += 64u) {
+      var kx: array<vec4<f32>, 16>;
+      for (var it = 0u; it < 4u; it++) {
+        let c = i32(team + 16u * it);
+        let kb = kv_at(p0 + min(c, cnt - 1), kv, pu(4u), pu(2u)) / 4u;
+        for (var j = 0u; j < 4u; j++) {
+          let i = h + lane + 16u * j;
+          if (c < cnt && i < d4) { kx[it * 4u + j] = A[kb + i]; } else { kx[it * 4u + j] = vec4<f32>(0.0); }
+        }
+      }
+      for (var j = 0u; j < 4u; j++) {
+        let i = min(h + lane + 16u * j, 127u);
+        let qv = qs[i];
+        part += vec4<f32>(dot(qv, kx[j]), dot(qv, kx[4u + j]), dot(qv, kx[8u + j]), dot(qv, kx[12u + j]));
       }
     }
-    for (var it = 0u; it < 4u; it++) { red[(team + 16u * it) * 16u + lane] = part[it]; }
+    for (var it = 0u; it < 4u; it++) { red[lane * 65u + team + 16u * it] = part[it]; }
     workgroupBarrier();
     if (lid.x < 64u) {
       var s = 0.0;
-      for (var k = 0u; k < 16u; k++) { s += red[lid.x * 16u + k]; }
+      for (var k = 0u; k < 16u; k++) { s += red[k * 65u + lid.x]; }
       sc[lid.x] = s;
     }
     workgroupBarrier();
-    var tm = -3.0e38;
-    for (var c = 0; c < cnt; c++) { tm = max(tm, sc[c]); }
-    let nm = max(m, tm);
-    let corr = exp(m - nm);
-    var ts = 0.0;
-    for (var c = 0; c < cnt; c++) { ts += exp(sc[c] - nm); }
-    acc0 *= corr; acc1 *= corr;
-    for (var c = i32(group); c < cnt; c += 4) {
-      let e = exp(sc[c] - nm);
-      let vb = kv_at(p0 + c, kv, pu(5u), pu(3u)) / 4u;
-      if (gl < d4) { acc0 += e * A[vb + gl]; }
-      if (gl + 64u < d4) { acc1 += e * A[vb + gl + 64u]; }
+    var tm = m;
+    for (var j = 0; j < 16; j++) {
+      let c = i32(group) + 4 * j;
+      if (c < cnt) { tm = max(tm, sc[c]); }
     }
-    l = l * corr + ts;
-    m = nm;
+    let corr = exp(m - tm);
+    acc0 *= corr; acc1 *= corr; l *= corr;
+    m = tm;
+    // Values: the group's 16 positions in batches whose words are all loaded before any is used
+    // (16 positions of one word each, or 8 of two for head dims over 256).
+    if (d4 <= 64u) {
+      var vx: array<vec4<f32>, 16>;
+      for (var j = 0; j < 16; j++) {
+        let c = i32(group) + 4 * j;
+        let vb = kv_at(p0 + min(c, cnt - 1), kv, pu(5u), pu(3u)) / 4u;
+        if (c < cnt && gl < d4) { vx[j] = A[vb + gl]; } else { vx[j] = vec4<f32>(0.0); }
+      }
+      for (var j = 0; j < 16; j++) {
+        let c = i32(group) + 4 * j;
+        if (c < cnt) {
+          let e = exp(sc[c] - m);
+          l += e;
+          acc0 += e * vx[j];
+        }
+      }
+    } else {
+      for (var j0 = 0; j0 < 16; j0 += 8) {
+        var va: array<vec4<f32>, 8>; var vb2: array<vec4<f32>, 8>;
+        for (var j = 0; j < 8; j++) {
+          let c = i32(group) + 4 * (j0 + j);
+          let vb = kv_at(p0 + min(c, cnt - 1), kv, pu(5u), pu(3u)) / 4u;
+          if (c < cnt) { va[j] = A[vb + gl]; } else { va[j] = vec4<f32>(0.0); }
+          if (c < cnt && gl + 64u < d4) { vb2[j] = A[vb + gl + 64u]; } else { vb2[j] = vec4<f32>(0.0); }
+        }
+        for (var j = 0; j < 8; j++) {
+          let c = i32(group) + 4 * (j0 + j);
+          if (c < cnt) {
+            let e = exp(sc[c] - m);
+            l += e;
+            acc0 += e * va[j]; acc1 += e * vb2[j];
+          }
+        }
+      }
+    }
     workgroupBarrier();
   }
-  outs[group * 128u + gl] = acc0;
-  outs[group * 128u + 64u + gl] = acc1;
+  // The four groups merged: weights e^(m_g - M), M the largest group max.
+  if (gl == 0u) { gmax[group] = m; gsum[group] = l; }
   workgroupBarrier();
+  let mx = max(max(gmax[0], gmax[1]), max(gmax[2], gmax[3]));
+  let w = exp(m - mx);
+  outs[group * 128u + gl] = acc0 * w;
+  outs[group * 128u + 64u + gl] = acc1 * w;
+  workgroupBarrier();
+  var lt = 0.0;
+  for (var k = 0u; k < 4u; k++) { lt += gsum[k] * exp(gmax[k] - mx); }
+  m = mx;
+  l = lt;
   if (lid.x >= d4) { return; }
   let v = outs[lid.x] + outs[128u + lid.x] + outs[256u + lid.x] + outs[384u + lid.x];
   if (splits == 1u) {
