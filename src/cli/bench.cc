@@ -53,7 +53,9 @@ Status ProfileDecode(Model& model, Backend& backend, const std::vector<int32_t>&
   G4_ASSIGN_OR_RETURN(auto cache, model.NewCache(static_cast<int64_t>(prompt.size()) + 2 * steps + 1));
   std::vector<int> ids;
   backend.Profile(true);
-  G4_RETURN_IF_ERROR(model.ForwardArgmax(prompt, *cache, 1, &ids));
+  // In chunks, as generation prefills (the arena holds one chunk's activations).
+  G4_ASSIGN_OR_RETURN(const std::span<const int32_t> rest, model.PrefillHead(prompt, *cache));
+  G4_RETURN_IF_ERROR(model.ForwardArgmax(rest, *cache, 1, &ids));
   backend.Profile(false);
   G4_RETURN_IF_ERROR(PrintProfile(backend, "prefill", 1.0));
   const uint64_t d0 = backend.dispatches();
@@ -104,8 +106,9 @@ Status BenchSpeculative(Model& model, const std::string& assistant_dir, Backend&
   G4_ASSIGN_OR_RETURN(auto next_buf, backend.Allocate(H * sizeof(float)));
   const F32 state{state_buf.get(), 0}, next{next_buf.get(), 0};
   std::vector<float> logits;
-  G4_RETURN_IF_ERROR(model.Forward(prompt, *cache, 1, &logits));
-  backend.Copy(state, model.hidden_rows().At((prompt.size() - 1) * H), H);
+  G4_ASSIGN_OR_RETURN(const std::span<const int32_t> rest, model.PrefillHead(prompt, *cache));
+  G4_RETURN_IF_ERROR(model.Forward(rest, *cache, 1, &logits));
+  backend.Copy(state, model.hidden_rows().At((rest.size() - 1) * H), H);
   const int64_t p = cache->length();
   // Every step ends in a read of one id, as in generation (greedy, argmax on the backend).
   G4_ASSIGN_OR_RETURN(auto ids_buf, backend.Allocate(GreedyRoundSlots::Count(k) * sizeof(float)));
