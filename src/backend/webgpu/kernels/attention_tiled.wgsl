@@ -8,6 +8,7 @@
 // ... (ng = 256 / (d / 4) groups).
 // P: out, q, k_new, v_new, k_cache, v_cache, rows, heads, kv_heads, head_dim,
 //    window | past_only << 31, start, cached, capacity
+const VU = 8u;  // value positions loaded at once (8 and 16 measured alike on the H200, 4 slower)
 var<workgroup> qs: array<vec4<f32>, 128>;  // 16 queries x 8 vec4s of the current 32 dims
 var<workgroup> ks: array<vec4<f32>, 512>;  // 64 positions x 8 vec4s
 var<workgroup> ps: array<vec4<f32>, 256>;  // probabilities: 64 positions x 16 queries
@@ -122,18 +123,19 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         let q = g + ng * j;
         if (q < 16u) { acc[j] *= qc[q]; }
       }
-      // Values four positions at a time (four loads in flight), zero past the block's end.
-      for (var pp = 0u; pp < cnt; pp += 4u) {
-        var v: array<vec4<f32>, 4>;
-        for (var u = 0u; u < 4u; u++) {
-          if (pp + u < cnt) { v[u] = A[kv_at(p0 + i32(pp + u), kv, pu(5u), pu(3u)) / 4u + di]; }
+      // Values VU positions at a time (VU loads in flight), zero past the block's end.
+      for (var pp = 0u; pp < cnt; pp += VU) {
+        var v: array<vec4<f32>, VU>;
+        for (var u = 0u; u < VU; u++) {
+          if (pp + u < cnt) { v[u] = A[kv_at(p0 + i32(pp + u), kv, pu(5u), pu(3u)) / 4u + di]; } else { v[u] = vec4<f32>(0.0); }
         }
         for (var j = 0u; j < 8u; j++) {
           let q = g + ng * j;
           if (q < 16u) {
             let c = (q >> 2u); let l = q & 3u;
-            acc[j] += ps[pp * 4u + c][l] * v[0] + ps[pp * 4u + 4u + c][l] * v[1] + ps[pp * 4u + 8u + c][l] * v[2] +
-                      ps[pp * 4u + 12u + c][l] * v[3];
+            var a = acc[j];
+            for (var u = 0u; u < VU; u++) { a += ps[(pp + u) * 4u + c][l] * v[u]; }
+            acc[j] = a;
           }
         }
       }
