@@ -65,21 +65,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   for (var p0 = slo; p0 <= shi; p0 += 64) {
     let cnt = min(64, shi - p0 + 1);
     // Scores: lane's dims h + lane + 16j of positions team + 16it, all 16 words loaded before any
-    // is used (one trip to memory, two for head dims over 256).
+    // is used (one trip to memory, two for head dims over 256). The loads are unconditional, at
+    // clamped positions and dims (always in bounds); what lies past the ends is masked after.
     var part = vec4<f32>(0.0);
     for (var h = 0u; h < d4; h += 64u) {
       var kx: array<vec4<f32>, 16>;
       for (var it = 0u; it < 4u; it++) {
-        let c = i32(team + 16u * it);
-        let kb = kv_at(p0 + min(c, cnt - 1), kv, pu(4u), pu(2u)) / 4u;
-        for (var j = 0u; j < 4u; j++) {
-          let i = h + lane + 16u * j;
-          if (c < cnt && i < d4) { kx[it * 4u + j] = A[kb + i]; } else { kx[it * 4u + j] = vec4<f32>(0.0); }
-        }
+        let kb = kv_at(p0 + min(i32(team + 16u * it), cnt - 1), kv, pu(4u), pu(2u)) / 4u;
+        for (var j = 0u; j < 4u; j++) { kx[it * 4u + j] = A[kb + min(h + lane + 16u * j, d4 - 1u)]; }
       }
       for (var j = 0u; j < 4u; j++) {
-        let i = min(h + lane + 16u * j, 127u);
-        let qv = qs[i];
+        let i = h + lane + 16u * j;
+        let qv = select(vec4<f32>(0.0), qs[min(i, 127u)], i < d4);
         part += vec4<f32>(dot(qv, kx[j]), dot(qv, kx[4u + j]), dot(qv, kx[8u + j]), dot(qv, kx[12u + j]));
       }
     }
@@ -99,39 +96,33 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let corr = exp(m - tm);
     acc0 *= corr; acc1 *= corr; l *= corr;
     m = tm;
-    // Values: the group's 16 positions in batches whose words are all loaded before any is used
-    // (16 positions of one word each, or 8 of two for head dims over 256).
+    // Values: the group's 16 positions in batches whose words are all loaded (unconditionally, as
+    // the keys) before any is used: 16 positions of one word each, or 8 of two for head dims over
+    // 256. Weights past the tile's end are 0.
+    let g0 = min(gl, d4 - 1u); let g1 = min(gl + 64u, d4 - 1u);
     if (d4 <= 64u) {
       var vx: array<vec4<f32>, 16>;
       for (var j = 0; j < 16; j++) {
-        let c = i32(group) + 4 * j;
-        let vb = kv_at(p0 + min(c, cnt - 1), kv, pu(5u), pu(3u)) / 4u;
-        if (c < cnt && gl < d4) { vx[j] = A[vb + gl]; } else { vx[j] = vec4<f32>(0.0); }
+        vx[j] = A[kv_at(p0 + min(i32(group) + 4 * j, cnt - 1), kv, pu(5u), pu(3u)) / 4u + g0];
       }
       for (var j = 0; j < 16; j++) {
         let c = i32(group) + 4 * j;
-        if (c < cnt) {
-          let e = exp(sc[c] - m);
-          l += e;
-          acc0 += e * vx[j];
-        }
+        let e = select(0.0, exp(sc[c] - m), c < cnt);
+        l += e;
+        acc0 += e * vx[j];
       }
     } else {
       for (var j0 = 0; j0 < 16; j0 += 8) {
-        var va: array<vec4<f32>, 8>; var vb2: array<vec4<f32>, 8>;
+        var va: array<vec4<f32>, 8>; var vb: array<vec4<f32>, 8>;
         for (var j = 0; j < 8; j++) {
-          let c = i32(group) + 4 * (j0 + j);
-          let vb = kv_at(p0 + min(c, cnt - 1), kv, pu(5u), pu(3u)) / 4u;
-          if (c < cnt) { va[j] = A[vb + gl]; } else { va[j] = vec4<f32>(0.0); }
-          if (c < cnt && gl + 64u < d4) { vb2[j] = A[vb + gl + 64u]; } else { vb2[j] = vec4<f32>(0.0); }
+          let at = kv_at(p0 + min(i32(group) + 4 * (j0 + j), cnt - 1), kv, pu(5u), pu(3u)) / 4u;
+          va[j] = A[at + g0]; vb[j] = A[at + g1];
         }
         for (var j = 0; j < 8; j++) {
           let c = i32(group) + 4 * (j0 + j);
-          if (c < cnt) {
-            let e = exp(sc[c] - m);
-            l += e;
-            acc0 += e * va[j]; acc1 += e * vb2[j];
-          }
+          let e = select(0.0, exp(sc[c] - m), c < cnt);
+          l += e;
+          acc0 += e * va[j]; acc1 += e * vb[j];
         }
       }
     }
