@@ -543,8 +543,7 @@ class WebGpuBackend final : public Backend {
       return;
     }
     const int hd = static_cast<int>(kv.inv_freq.size() * 2);
-    const Kernel k = Wide(w, in) ? Kernel::kMatVecWide
-                     : IsQuantized(w.dtype) && Bindings(w) == 1 ? Kernel::kMatVecQ : Kernel::kMatVec;
+    const Kernel k = MatVecKernel(w, in);
     const auto [pp, fp] = RopeTables(kv.inv_freq, kv.positions);
     const uint32_t extra = static_cast<uint32_t>(rows) * 2 * kv.kv_heads;
     // kv_norm.wgsl's parameters, P12 on (eps: P5).
@@ -561,8 +560,7 @@ class WebGpuBackend final : public Backend {
     std::vector<uint32_t> p = {At(out), At(in), U(rows), U(w.rows), U(w.cols), Fl(eps), 0, 0, 0, 0, 0, 0};
     p.insert(p.end(), norms.begin(), norms.end());
     Dispatch(k, {&w, &norm, &kNoWeight, &kv.k_norm}, t.groups + extra, p,
-             RowsVariant(rows) | kNormed | kKvNorms | (k == Kernel::kMatVecQ && At(in) % 4 == 0 ? kVecIn : 0) |
-                 t.variant);
+             RowsVariant(rows) | kNormed | kKvNorms | VecIn(k, in) | t.variant);
   }
   void NormRope(F32 x, int rows, int heads, const Weight& norm, float eps, std::span<const float> inv_freq,
                 std::span<const int64_t> positions) override {
@@ -745,6 +743,14 @@ class WebGpuBackend final : public Backend {
   }
   // ... and an input the wide kernels can read as vec4s.
   static bool Wide(const Weight& w, F32 in) { return Wide(w) && At(in) % 4 == 0; }
+  // The matrix-vector kernel for w and the input in: matvec_wide (wide), matvec_q (int8/int4 in one
+  // binding) or matvec.
+  static Kernel MatVecKernel(const Weight& w, F32 in) {
+    return Wide(w, in) ? Kernel::kMatVecWide
+                       : IsQuantized(w.dtype) && Bindings(w) == 1 ? Kernel::kMatVecQ : Kernel::kMatVec;
+  }
+  // matvec_q reads an input at a 16-byte offset four floats at a time.
+  static int VecIn(Kernel k, F32 in) { return k == Kernel::kMatVecQ && At(in) % 4 == 0 ? kVecIn : 0; }
   static constexpr int kNormed = 16;  // variant bit: the input rms-normed with W2 on the way in
   static constexpr int kGelu = 32;    // variant bit: the product through gelu_tanh, times a second input
   static constexpr int kVecIn = 64;   // variant bit: the arena seen as vec4s, the input read four floats at a time
@@ -797,8 +803,7 @@ class WebGpuBackend final : public Backend {
   // it on the way in (its norm bound as W3); the others have it made first.
   void MatVec(F32 out, F32 in, const Weight& w, const Weight* norm, float eps, int rows, F32 gelu_mul = {},
               int mul_stride = 0, const ResidualAdd& pre = {}) {
-    const Kernel k = Wide(w, in) ? Kernel::kMatVecWide
-                     : IsQuantized(w.dtype) && Bindings(w) == 1 ? Kernel::kMatVecQ : Kernel::kMatVec;
+    const Kernel k = MatVecKernel(w, in);
     const bool fused = JoinOnTheWay(pre, k == Kernel::kMatVecWide || k == Kernel::kMatVecQ, rows, w.cols);
     std::vector<const Weight*> ws = {&w, norm ? norm : &kNoWeight};
     if (fused) ws.push_back(&pre.norm);
@@ -810,7 +815,7 @@ class WebGpuBackend final : public Backend {
     const TeamSplit t = teams ? TeamsPerFeature(w.rows, w.cols) : TeamSplit{static_cast<uint64_t>(w.rows + 7) / 8, 0};
     Dispatch(k, ws, t.groups, p,
              RowsVariant(rows) | (norm ? kNormed : 0) | (gelu ? kGelu : 0) | (fused ? kPre : 0) |
-                 (k == Kernel::kMatVecQ && At(in) % 4 == 0 ? kVecIn : 0) | t.variant);
+                 VecIn(k, in) | t.variant);
   }
   void Elementwise(uint32_t op, size_t count, F32 out, F32 a, F32 b, float s) {
     Record(Kernel::kElementwise, {}, count, {op, U(count), At(out), At(a), At(b), Fl(s)});
