@@ -1,17 +1,19 @@
 // The "gpu" imports of the WebAssembly module, implemented with the WebGPU JS API (Dawn's
 // `webgpu` package in Node, navigator.gpu in browsers). See src/backend/webgpu/gpu_imports.h.
 // Pipelines and bind groups are made once and reused; a step's dispatches arrive as one command
-// list and go to the GPU in one submit. With profiling on (the adapter's timestamp-query), every
+// list (with the read that ends it, if any) and go to the GPU in a few submits. With profiling on (the adapter's timestamp-query), every
 // dispatch gets a compute pass of its own with timestamps, summed per kernel.
 
 const UNIFORM_SLOT = 256;      // bytes per dispatch's parameters (minUniformBufferOffsetAlignment)
 const UNIFORM_SLOTS = 4096;
 const PARAMS = 32;             // parameter words a dispatch may have (the kernels' P)
 const PROFILE_SCHEMA_VERSION = 1;
-// Dispatches per submit: the GPU starts on the first ones while the rest are still encoded (on
-// the H200, E2B decode went from 65 to 100 tokens/s going from one submit per step to submits of
-// 32 dispatches; 16 and 24 measured within noise of 32).
-const SUBMIT_DISPATCHES = 32;
+// Dispatches per submit: the GPU starts on the first ones while the rest are still encoded, and
+// each submit costs the GPU a pause. On the H200 (E2B bf16), decode recorded one step ahead went
+// from 65 to 100 tokens/s going from one submit per step to submits of 32 dispatches, and later
+// from 270 to 295 going from 32 to 128 (96: 288, 160: 296, one submit: 290). A step read one at a
+// time then waits longer for its first submit: 4.7 ms against 4.5 with 32.
+const SUBMIT_DISPATCHES = 128;
 const PROFILE_SLOTS = 2048;    // dispatches timed per submit (two queries each)
 
 export function createGpuImports(device, memory, pending) {
@@ -115,6 +117,64 @@ export function createGpuImports(device, memory, pending) {
              total_kernel_ms: total, ops };
   };
 
+  // Runs a command list (see webgpu_backend.cc): the dispatches' parameters go to the uniform
+  // slots in one write, then submits of up to SUBMIT_DISPATCHES dispatches, one compute pass each
+  // (a pass per dispatch when timed). A read ({ id, offset, size, staging }) is copied in the
+  // last submit, after every dispatch.
+  const run = (words, read) => {
+    const timed = profile.on && profile.supported;
+    const perSubmit = timed ? PROFILE_SLOTS : SUBMIT_DISPATCHES;
+    const perGroup = timed ? PROFILE_SLOTS : UNIFORM_SLOTS;  // dispatches sharing one write
+    const starts = [];  // where each dispatch's words start
+    for (let p = 0; p < words.length; p += 8 + words[p + 7]) starts.push(p);
+    for (let group = 0; group < starts.length; group += perGroup) {
+      const groupEnd = Math.min(group + perGroup, starts.length);
+      for (let i = group; i < groupEnd; i++) {
+        const p = starts[i], n = words[p + 7], u = (i - group) * 64;
+        for (let k = 0; k < PARAMS; k++) uniformData[u + k] = k < n ? words[p + 8 + k] : 0;
+      }
+      device.queue.writeBuffer(uniforms, 0, uniformData, 0, (groupEnd - group) * 64);
+      for (let first = group; first < groupEnd; first += perSubmit) {
+        const end = Math.min(first + perSubmit, groupEnd);
+        const encoder = device.createCommandEncoder();
+        let pass = timed ? null : encoder.beginComputePass();
+        const kernelIds = [];
+        let last = 0;
+        // Plain indexing and loops: this runs a few hundred times per token.
+        for (let i = first; i < end; i++) {
+          const p = starts[i], kernel = words[p];
+          if (timed) {
+            const q = 2 * (i - first);
+            pass = encoder.beginComputePass({
+              timestampWrites: { querySet: querySet(), beginningOfPassWriteIndex: q, endOfPassWriteIndex: q + 1 },
+            });
+            last = 0;
+            kernelIds.push(kernel);
+          }
+          if (kernel !== last) pass.setPipeline(kernels[kernel]);
+          last = kernel;
+          pass.setBindGroup(0, bindGroup(words[p + 1], words[p + 2], words[p + 3], words[p + 4]), slotOffsets,
+                            i - group, 1);
+          pass.dispatchWorkgroups(words[p + 5], words[p + 6]);
+          if (timed) pass.end();
+        }
+        if (!timed) pass.end();
+        const finish = timed ? collect(encoder, kernelIds) : null;
+        if (read && end === starts.length) {
+          encoder.copyBufferToBuffer(buffers[read.id], read.offset, read.staging, 0, read.size);
+          read = null;
+        }
+        device.queue.submit([encoder.finish()]);
+        finish?.();
+      }
+    }
+    if (read) {  // no dispatches
+      const encoder = device.createCommandEncoder();
+      encoder.copyBufferToBuffer(buffers[read.id], read.offset, read.staging, 0, read.size);
+      device.queue.submit([encoder.finish()]);
+    }
+  };
+
   return {
     create_buffer(size, kind) {
       try {
@@ -160,44 +220,7 @@ export function createGpuImports(device, memory, pending) {
       return 1;
     },
     submit(ptr, count) {
-      const words = new Uint32Array(memory().buffer, ptr, count).slice();
-      const timed = profile.on && profile.supported;
-      const perSubmit = timed ? PROFILE_SLOTS : SUBMIT_DISPATCHES;
-      let at = 0;
-      while (at < words.length) {
-        // Encode up to perSubmit dispatches per submit: one compute pass, or one per dispatch when timed.
-        const encoder = device.createCommandEncoder();
-        let pass = timed ? null : encoder.beginComputePass();
-        const kernelIds = [];
-        let slot = 0, last = 0;
-        while (at < words.length && slot < perSubmit) {
-          // Plain indexing and loops: this runs a few hundred times per token.
-          const kernel = words[at], w1 = words[at + 1], w2 = words[at + 2], w3 = words[at + 3], w4 = words[at + 4];
-          const gx = words[at + 5], gy = words[at + 6], n = words[at + 7];
-          const u = slot * 64;
-          for (let i = 0; i < PARAMS; i++) uniformData[u + i] = i < n ? words[at + 8 + i] : 0;
-          if (timed) {
-            pass = encoder.beginComputePass({
-              timestampWrites: { querySet: querySet(), beginningOfPassWriteIndex: 2 * slot,
-                                 endOfPassWriteIndex: 2 * slot + 1 },
-            });
-            last = 0;
-            kernelIds.push(kernel);
-          }
-          if (kernel !== last) pass.setPipeline(kernels[kernel]);
-          last = kernel;
-          pass.setBindGroup(0, bindGroup(w1, w2, w3, w4), slotOffsets, slot, 1);
-          pass.dispatchWorkgroups(gx, gy);
-          if (timed) pass.end();
-          at += 8 + n;
-          slot++;
-        }
-        if (!timed) pass.end();
-        const finish = timed ? collect(encoder, kernelIds) : null;
-        device.queue.writeBuffer(uniforms, 0, uniformData, 0, slot * 64);
-        device.queue.submit([encoder.finish()]);
-        finish?.();
-      }
+      run(new Uint32Array(memory().buffer, ptr, count).slice(), null);
     },
     // Profiling: 1 starts (clearing what was summed), 0 stops.
     profile(on) {
@@ -218,16 +241,15 @@ export function createGpuImports(device, memory, pending) {
       });
       return 0;
     },
-    // Queues a copy of the bytes after everything submitted so far and starts mapping it; the
-    // module goes on recording (the next step) while the GPU works. Returns the read's ticket.
-    read_start(id, offset, size) {
+    // Runs the command list not yet submitted (count words at ptr, maybe none), with a copy of
+    // the bytes after it, and starts mapping them; the module goes on recording (the next step)
+    // while the GPU works. Returns the read's ticket.
+    read_start(ptr, count, id, offset, size) {
       const ticket = nextRead++;
       let staging = null;
       try {
         staging = device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-        const encoder = device.createCommandEncoder();
-        encoder.copyBufferToBuffer(buffers[id], offset, staging, 0, size);
-        device.queue.submit([encoder.finish()]);
+        run(new Uint32Array(memory().buffer, ptr, count).slice(), { id, offset, size, staging });
       } catch (e) {
         error ??= e;
         staging?.destroy();

@@ -17,9 +17,10 @@ G4_GPU_IMPORT(register_kernel)
 uint32_t g4_gpu_register_kernel(uint32_t id, const char* wgsl, uint32_t length, const char* name, uint32_t name_length);
 // Runs a recorded command list (see webgpu_backend.cc) as one submit.
 G4_GPU_IMPORT(submit) void g4_gpu_submit(const uint32_t* words, uint32_t count);
-// Starts reading bytes back: a copy queued after everything submitted so far. Returns a ticket
-// (> 0) for read_finish or read_cancel.
-G4_GPU_IMPORT(read_start) uint32_t g4_gpu_read_start(uint32_t buffer, double offset, uint32_t size);
+// Runs a recorded command list (maybe empty) as submit does, and starts reading bytes back: a copy
+// in its last submit, after every dispatch. Returns a ticket (> 0) for read_finish or read_cancel.
+G4_GPU_IMPORT(read_start)
+uint32_t g4_gpu_read_start(const uint32_t* words, uint32_t count, uint32_t buffer, double offset, uint32_t size);
 // Copies a started read's bytes into wasm memory once the GPU has made them; suspends the caller
 // (asyncify). Returns 1, or 0 when the read failed (device lost, a kernel error, out of memory).
 G4_GPU_IMPORT(read_finish) uint32_t g4_gpu_read_finish(uint32_t ticket, void* dst, uint32_t size);

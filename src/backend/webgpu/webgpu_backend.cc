@@ -350,9 +350,11 @@ class WebGpuBackend final : public Backend {
   Result<std::unique_ptr<PendingDownload>> StartDownload(const Buffer& src, size_t offset, size_t bytes) override {
     if (offset > src.bytes() || bytes > src.bytes() - offset) return OutOfRange("webgpu: download past the buffer");
     if (!error_.ok()) return error_;
-    Flush();
+    // The recorded commands go with the read: its copy rides in their last submit.
     const uint32_t size = static_cast<uint32_t>((bytes + 3) / 4 * 4);
-    const uint32_t ticket = g4_gpu_read_start(arena_, static_cast<double>(ArenaOffset(src) + offset), size);
+    const uint32_t ticket = g4_gpu_read_start(cmds_.data(), static_cast<uint32_t>(cmds_.size()), arena_,
+                                              static_cast<double>(ArenaOffset(src) + offset), size);
+    Handed();
     if (!ticket) return Internal("webgpu: reading back failed to start (device lost)");
     return std::unique_ptr<PendingDownload>(new GpuDownload(ticket, bytes));
   }
@@ -1008,6 +1010,10 @@ class WebGpuBackend final : public Backend {
   }
   void Flush() {
     if (!cmds_.empty()) g4_gpu_submit(cmds_.data(), static_cast<uint32_t>(cmds_.size()));
+    Handed();
+  }
+  // Starts a new command list once the last is handed over.
+  void Handed() {
     cmds_.clear();
     pending_ = 0;
     host_used_ = 0;
