@@ -1,7 +1,8 @@
 // The WebGPU backend, for the WebAssembly build. Every float32 activation and cache lives in one
 // arena buffer (bound once per dispatch, so in-place ops never bind a buffer twice); weights keep
 // their stored dtype in buffers of their own and are unpacked in the kernels. Ops are recorded
-// as a command list in wasm memory and run by the host in one submit when results are needed.
+// as a command list in wasm memory and handed to the host in one call when results are needed
+// (with the read that needs them, when there is one).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
