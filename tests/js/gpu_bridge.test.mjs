@@ -1,0 +1,82 @@
+// The bridge's command lists (web/gpu_bridge.mjs) on Dawn over lavapipe: a list longer than one
+// submit runs every dispatch, in order, each with its own parameters, and a read handed over with
+// the list (its copy in the last submit) or after it sees all of their work.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { create, globals } from 'webgpu';
+import { createGpuImports } from '../../web/gpu_bridge.mjs';
+
+Object.assign(globalThis, globals);
+const gpu = create([]);  // kept referenced for the life of the process
+
+// Each dispatch folds its parameter into the arena's first word (h = h * 31 + p) and counts itself
+// in the second: the result depends on every dispatch, their order and their parameters.
+const KERNEL = `
+@group(0) @binding(0) var<storage, read_write> a: array<u32>;
+@group(0) @binding(4) var<uniform> P: array<vec4<u32>, 8>;
+@compute @workgroup_size(1) fn main() {
+  a[0] = a[0] * 31u + P[0].x;
+  a[1] = a[1] + 1u;
+}`;
+
+function expected(params) {
+  let h = 0;
+  for (const p of params) h = (Math.imul(h, 31) + p) >>> 0;
+  return [h, params.length];
+}
+
+async function withBridge(fn) {
+  const adapter = await gpu.requestAdapter();
+  assert.ok(adapter, 'no WebGPU adapter: source .lavapipe/env.sh (scripts/setup-lavapipe.sh) first');
+  const device = await adapter.requestDevice();
+  const mem = new WebAssembly.Memory({ initial: 4 });
+  const pending = { promise: null };
+  const bridge = createGpuImports(device, () => mem, pending);
+  const heap = new Uint8Array(mem.buffer);
+  const code = new TextEncoder().encode(KERNEL), name = new TextEncoder().encode('fold');
+  heap.set(code, 0);
+  heap.set(name, 4096);
+  assert.equal(bridge.register_kernel(1, 0, code.length, 4096, name.length), 1);
+  const arena = bridge.create_buffer(256, 0);
+  assert.ok(arena > 0);
+  // Writes a command list of one dispatch per parameter at byte 8192; returns its word count.
+  const list = (params) => {
+    const words = new Uint32Array(mem.buffer, 8192, params.length * 9);
+    params.forEach((p, i) => words.set([1, 0, 0, 0, 0, 1, 1, 1, p], 9 * i));
+    return words.length;
+  };
+  // Reads the arena's first two words, handing over `count` words of commands with the read.
+  const read = async (count) => {
+    const ticket = bridge.read_start(8192, count, arena, 0, 8);
+    assert.ok(ticket > 0);
+    bridge.read_finish(ticket, 64, 8);
+    assert.equal(await pending.promise, 1, `the read failed: ${bridge.lastError()?.message}`);
+    return [...new Uint32Array(mem.buffer, 64, 2)];
+  };
+  try {
+    await fn({ bridge, list, read });
+    assert.equal(bridge.lastError(), null);
+  } finally {
+    bridge.destroy_buffer(arena);
+    bridge.dispose();
+    device.destroy();
+  }
+}
+
+const params = (n, seed) => Array.from({ length: n }, (_, i) => (Math.imul(i + seed, 2654435761) >>> 8) & 0xffff);
+
+test('a command list of several submits, read in its last', async () => {
+  await withBridge(async ({ list, read }) => {
+    const p = params(300, 1);  // 128 + 128 + 44 dispatches
+    assert.deepEqual(await read(list(p)), expected(p));
+  });
+});
+
+test('command lists submitted apart, then a read with no commands of its own', async () => {
+  await withBridge(async ({ bridge, list, read }) => {
+    const first = params(200, 2), second = params(57, 3);
+    bridge.submit(8192, list(first));
+    bridge.submit(8192, list(second));
+    assert.deepEqual(await read(0), expected([...first, ...second]));
+  });
+});
