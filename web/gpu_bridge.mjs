@@ -1,8 +1,9 @@
 // The "gpu" imports of the WebAssembly module, implemented with the WebGPU JS API (Dawn's
 // `webgpu` package in Node, navigator.gpu in browsers). See src/backend/webgpu/gpu_imports.h.
 // Pipelines and bind groups are made once and reused; a step's dispatches arrive as one command
-// list (with the read that ends it, if any) and go to the GPU in a few submits. With profiling on (the adapter's timestamp-query), every
-// dispatch gets a compute pass of its own with timestamps, summed per kernel.
+// list (with the read that ends it, if any) and go to the GPU in a few submits. With profiling on
+// (the adapter's timestamp-query), every dispatch gets a compute pass of its own with timestamps,
+// summed per kernel.
 
 const UNIFORM_SLOT = 256;      // bytes per dispatch's parameters (minUniformBufferOffsetAlignment)
 const UNIFORM_SLOTS = 4096;
@@ -160,19 +161,21 @@ export function createGpuImports(device, memory, pending) {
         }
         if (!timed) pass.end();
         const finish = timed ? collect(encoder, kernelIds) : null;
-        if (read && end === starts.length) {
-          encoder.copyBufferToBuffer(buffers[read.id], read.offset, read.staging, 0, read.size);
-          read = null;
-        }
+        if (end === starts.length) read = copyRead(encoder, read);
         device.queue.submit([encoder.finish()]);
         finish?.();
       }
     }
     if (read) {  // no dispatches
       const encoder = device.createCommandEncoder();
-      encoder.copyBufferToBuffer(buffers[read.id], read.offset, read.staging, 0, read.size);
+      copyRead(encoder, read);
       device.queue.submit([encoder.finish()]);
     }
+  };
+  // Encodes a read's copy (if any); returns null, the read being taken care of.
+  const copyRead = (encoder, read) => {
+    if (read) encoder.copyBufferToBuffer(buffers[read.id], read.offset, read.staging, 0, read.size);
+    return null;
   };
 
   return {
