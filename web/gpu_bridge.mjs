@@ -161,21 +161,19 @@ export function createGpuImports(device, memory, pending) {
         }
         if (!timed) pass.end();
         const finish = timed ? collect(encoder, kernelIds) : null;
-        if (end === starts.length) read = copyRead(encoder, read);
+        if (end === starts.length) copyRead(encoder, read);
         device.queue.submit([encoder.finish()]);
         finish?.();
       }
     }
-    if (read) {  // no dispatches
+    if (read && starts.length === 0) {
       const encoder = device.createCommandEncoder();
       copyRead(encoder, read);
       device.queue.submit([encoder.finish()]);
     }
   };
-  // Encodes a read's copy (if any); returns null, the read being taken care of.
   const copyRead = (encoder, read) => {
     if (read) encoder.copyBufferToBuffer(buffers[read.id], read.offset, read.staging, 0, read.size);
-    return null;
   };
 
   return {

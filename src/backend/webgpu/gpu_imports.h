@@ -15,7 +15,7 @@ G4_GPU_IMPORT(write_buffer) void g4_gpu_write_buffer(uint32_t buffer, double off
 // Compiles WGSL source as kernel `id` (entry point "main"); `name` labels it in profiles.
 G4_GPU_IMPORT(register_kernel)
 uint32_t g4_gpu_register_kernel(uint32_t id, const char* wgsl, uint32_t length, const char* name, uint32_t name_length);
-// Runs a recorded command list (see webgpu_backend.cc), in submits of up to 128 dispatches.
+// Runs a recorded command list (see webgpu_backend.cc), in a few submits (web/gpu_bridge.mjs).
 G4_GPU_IMPORT(submit) void g4_gpu_submit(const uint32_t* words, uint32_t count);
 // Runs a recorded command list (maybe empty) as submit does, and starts reading bytes back: a copy
 // in its last submit, after every dispatch. Returns a ticket (> 0) for read_finish or read_cancel.
