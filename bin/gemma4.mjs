@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runCli } from '../web/wasm_host.mjs';
+import { dawnToggles } from '../web/dawn_toggles.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const wasmPath = process.env.G4_WASM || join(root, 'build-wasm', 'gemma4.wasm');
@@ -15,6 +16,22 @@ if (!existsSync(wasmPath)) {
   process.exit(1);
 }
 const argv = process.argv.slice(2);
+// --gpu-validation on|off (this front end's own flag, taken out before the core sees the rest):
+// whether Dawn validates the runtime's GPU calls (web/dawn_toggles.mjs). On by default.
+let validation = true;
+for (let i = 0; i < argv.length; i++) {
+  const a = argv[i];
+  if (a !== '--gpu-validation' && !a.startsWith('--gpu-validation=')) continue;
+  const eq = a.indexOf('=');
+  const value = eq >= 0 ? a.slice(eq + 1) : argv[i + 1];
+  if (value !== 'on' && value !== 'off') {
+    process.stderr.write(`gemma4: --gpu-validation takes on or off, not '${value ?? ''}'\n`);
+    process.exit(2);
+  }
+  validation = value === 'on';
+  argv.splice(i, eq >= 0 ? 1 : 2);
+  i--;
+}
 // WebGPU is the default backend here (the native binary's is cpu).
 if (['generate', 'bench'].includes(argv[0]) && !argv.some((a) => a === '--backend' || a.startsWith('--backend='))) {
   argv.push('--backend', 'webgpu');
@@ -25,7 +42,7 @@ let device = null;
 if (wantsGpu) {
   const { create, globals } = await import('webgpu');
   Object.assign(globalThis, globals);
-  const gpuRoot = create([]);
+  const gpuRoot = create(dawnToggles({ validation }));
   const adapter = await gpuRoot.requestAdapter();
   if (!adapter) {
     process.stderr.write('gemma4: no WebGPU adapter (on a machine without a GPU: source .lavapipe/env.sh)\n');

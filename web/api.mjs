@@ -10,6 +10,7 @@ import { instantiate } from './module.mjs';
 import { createMemoryWasi } from './wasi_memfs.mjs';
 import { openModel, tokenizerSource } from './sources.mjs';
 import { workerClient } from './worker.mjs';
+import { dawnToggles } from './dawn_toggles.mjs';
 
 const PROFILE_SCHEMA_VERSION = 1;
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
@@ -59,7 +60,7 @@ async function requestGpu(profile) {
   if (!gpu && isNode) {
     const webgpu = await import('webgpu');
     Object.assign(globalThis, webgpu.globals);
-    gpu = webgpu.create([]);
+    gpu = webgpu.create(dawnToggles());
     globalThis.__gemma4_gpu ??= [];
     globalThis.__gemma4_gpu.push(gpu);  // Dawn's instance must outlive its devices
   }

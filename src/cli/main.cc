@@ -19,7 +19,9 @@ const char kUsage[] =
     "           [--threads N] [--bandwidth-mib N] [--decode-ahead N]\n"
     "  synth    --shape e2b|e2b-assistant --out DIR [--layers N] [--seed S]   (random weights of a real shape)\n"
     "  export   --model DIR [--assistant DIR] --quant q8|q4|bf16 -o OUT   (artifacts; native build only)\n"
-    "  accuracy --model DIR [--quant q8,q4] [--prompts N] [--steps N] [--seed S] [--json]   (quantized vs source)\n";
+    "  accuracy --model DIR [--quant q8,q4] [--prompts N] [--steps N] [--seed S] [--json]   (quantized vs source)\n"
+    "  In Node (bin/gemma4.mjs), generate and bench also take --gpu-validation on|off (off: Dawn skips\n"
+    "  validating the runtime's GPU calls, for less host time per dispatch; on by default).\n";
 
 }  // namespace
 

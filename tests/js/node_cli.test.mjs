@@ -57,6 +57,23 @@ test('webgpu is the default backend of the Node CLI', () => {
   assert.equal(r.stats.backend, 'webgpu');
 });
 
+test('--gpu-validation off gives the reference tokens; a value other than on or off is an error', () => {
+  const golden = JSON.parse(readFileSync(join(models, 'dense', 'golden.json'), 'utf8'));
+  const p = golden.prompts[0];
+  for (const flag of [['--gpu-validation', 'off'], ['--gpu-validation=off'], ['--gpu-validation', 'on']]) {
+    const r = run(['generate', '--model', join(models, 'dense'), '--prompt-ids', p.prompt_ids.join(','), '--max-new-tokens',
+                   String(golden.max_new_tokens), ...flag, '--json']);
+    assert.equal(r.stats.backend, 'webgpu');
+    assert.deepEqual(r.tokens, p.greedy_tokens, flag.join(' '));
+  }
+  for (const bad of [['--gpu-validation', 'no'], ['--gpu-validation']]) {
+    const r = spawnSync(process.execPath, [cli, 'generate', '--model', join(models, 'dense'), '--prompt-ids', '2', ...bad],
+                        { encoding: 'utf8' });
+    assert.equal(r.status, 2, bad.join(' '));
+    assert.match(r.stderr, /--gpu-validation takes on or off/);
+  }
+});
+
 test('errors come back as messages and exit codes', () => {
   const r = spawnSync(process.execPath, [cli, 'generate', '--model', '/nonexistent', '--prompt-ids', '2', '--backend', 'cpu'],
                       { encoding: 'utf8' });

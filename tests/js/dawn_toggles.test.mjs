@@ -1,0 +1,63 @@
+// The toggles of the devices made in Node (web/dawn_toggles.mjs) take effect in Dawn: timestamps
+// come as the GPU wrote them, not rounded to 65.5 us steps, and with validation off an invalid call
+// raises no error, where with it on (the default) it does.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { create, globals } from 'webgpu';
+import { dawnToggles } from '../../web/dawn_toggles.mjs';
+
+Object.assign(globalThis, globals);
+const roots = [];  // Dawn's instances outlive their devices
+
+async function makeDevice(toggles, requiredFeatures = []) {
+  const gpu = create(toggles);
+  roots.push(gpu);
+  const adapter = await gpu.requestAdapter();
+  assert.ok(adapter, 'no WebGPU adapter (source .lavapipe/env.sh)');
+  return adapter.requestDevice({ requiredFeatures: requiredFeatures.filter((f) => adapter.features.has(f)) });
+}
+
+// The validation error of a buffer that is both MAP_READ and MAP_WRITE (WebGPU forbids it), or null.
+async function invalidBufferError(device) {
+  device.pushErrorScope('validation');
+  const b = device.createBuffer({ size: 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.MAP_WRITE });
+  const e = await device.popErrorScope();
+  b.destroy();
+  return e;
+}
+
+test('validation is on by default and off with validation: false', async () => {
+  const on = await makeDevice(dawnToggles());
+  assert.match((await invalidBufferError(on))?.message ?? '', /MapRead\|MapWrite/);
+  on.destroy();
+  const off = await makeDevice(dawnToggles({ validation: false }));
+  assert.equal(await invalidBufferError(off), null);
+  off.destroy();
+});
+
+test('timestamps are not rounded to 65.5 us steps', async () => {
+  const device = await makeDevice(dawnToggles(), ['timestamp-query']);
+  if (!device.features.has('timestamp-query')) {
+    device.destroy();
+    assert.fail('the adapter has no timestamp-query: the bench profile cannot run here');
+  }
+  const n = 16;
+  const qs = device.createQuerySet({ type: 'timestamp', count: n });
+  const encoder = device.createCommandEncoder();
+  for (let i = 0; i < n; i += 2) {
+    encoder.beginComputePass({ timestampWrites: { querySet: qs, beginningOfPassWriteIndex: i, endOfPassWriteIndex: i + 1 } })
+      .end();
+  }
+  const resolve = device.createBuffer({ size: 8 * n, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+  const read = device.createBuffer({ size: 8 * n, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  encoder.resolveQuerySet(qs, 0, n, resolve, 0);
+  encoder.copyBufferToBuffer(resolve, 0, read, 0, 8 * n);
+  device.queue.submit([encoder.finish()]);
+  await read.mapAsync(GPUMapMode.READ);
+  const stamps = [...new BigUint64Array(read.getMappedRange())];
+  read.unmap();
+  // Rounded stamps are all multiples of 65,536 ns; 16 real ones all landing on such a multiple
+  // would be a 1 in 2^256 chance.
+  assert.ok(stamps.some((s) => s % 65536n !== 0n), `timestamps ${stamps.join(' ')}`);
+  device.destroy();
+});
