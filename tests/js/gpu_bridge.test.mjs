@@ -1,6 +1,7 @@
 // The bridge's command lists (web/gpu_bridge.mjs) on Dawn over lavapipe: a list longer than one
 // submit runs every dispatch, in order, each with its own parameters, and a read handed over with
-// the list (its copy in the last submit) or after it sees all of their work.
+// the list (its copy in the last submit) or after it sees all of their work; reads reuse their
+// staging buffers, and the bridge destroys them when disposed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { create, globals } from 'webgpu';
@@ -54,7 +55,7 @@ async function withBridge(fn) {
     return [...new Uint32Array(mem.buffer, 64, 2)];
   };
   try {
-    await fn({ bridge, list, read });
+    await fn({ bridge, list, read, device, arena, pending, mem });
     assert.equal(bridge.lastError(), null);
   } finally {
     bridge.destroy_buffer(arena);
@@ -79,4 +80,41 @@ test('command lists submitted apart, then a read with no commands of its own', a
     bridge.submit(8192, list(second));
     assert.deepEqual(await read(0), expected([...first, ...second]));
   });
+});
+
+test('reads reuse their staging buffers, each seeing its own data; dispose destroys them', async () => {
+  const staging = [];  // [buffer, destroyed] of every mappable buffer the bridge made
+  await withBridge(async ({ bridge, list, read, device, arena, pending, mem }) => {
+    const make = device.createBuffer.bind(device);
+    device.createBuffer = (desc) => {
+      const b = make(desc);
+      if (desc.usage & GPUBufferUsage.MAP_READ) {
+        const entry = [b, false];
+        staging.push(entry);
+        const destroy = b.destroy.bind(b);
+        b.destroy = () => { entry[1] = true; destroy(); };
+      }
+      return b;
+    };
+    const done = [];
+    for (let i = 0; i < 20; i++) {
+      const p = params(3, 10 + i);
+      done.push(...p);
+      assert.deepEqual(await read(list(p)), expected(done), `read ${i}`);
+    }
+    assert.equal(staging.length, 1, 'one at a time, 20 reads of one size take one staging buffer');
+    // Two reads in flight at once need two; each gets all the work before it.
+    const p = params(5, 99);
+    done.push(...p);
+    const first = bridge.read_start(8192, list(p), arena, 0, 8);
+    const second = bridge.read_start(8192, 0, arena, 0, 8);
+    for (const [ticket, at] of [[first, 64], [second, 128]]) {
+      bridge.read_finish(ticket, at, 8);
+      assert.equal(await pending.promise, 1);
+      assert.deepEqual([...new Uint32Array(mem.buffer, at, 2)], expected(done));
+    }
+    assert.equal(staging.length, 2);
+    assert.ok(staging.every(([, destroyed]) => !destroyed), 'finished reads keep their staging buffers');
+  });
+  assert.ok(staging.every(([, destroyed]) => destroyed), 'dispose destroys the kept staging buffers');
 });
