@@ -24,7 +24,7 @@ export function checkKeys(what, obj, known) {
   return obj;
 }
 
-const FACTORY_OPTIONS = ['device', 'backend', 'wasm', 'worker', 'cache', 'log'];
+const FACTORY_OPTIONS = ['device', 'backend', 'wasm', 'worker', 'cache', 'log', 'gpuValidation'];
 const LOAD_OPTIONS = ['target', 'assistant', 'tokenizer', 'onProgress', 'contextLength', 'draftTokens'];
 const CREATE_OPTIONS = ['model', 'messages', 'stream', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p',
                         'top_k', 'seed', 'stop', 'mtp'];
@@ -33,6 +33,15 @@ const CREATE_OPTIONS = ['model', 'messages', 'stream', 'max_tokens', 'max_comple
 export function defineFactory(build) {
   return async function create(options = {}) {
     checkKeys(`${build.factory} options`, options, FACTORY_OPTIONS);
+    if (options.gpuValidation !== undefined && typeof options.gpuValidation !== 'boolean') {
+      throw new TypeError(`gemma4 ${build.factory} options: gpuValidation must be true or false`);
+    }
+    if (options.gpuValidation === false && options.device) {
+      throw new TypeError(`gemma4 ${build.factory} options: gpuValidation is for a device the runtime makes, not one given`);
+    }
+    if (options.gpuValidation === false && (!isNode || globalThis.navigator?.gpu)) {
+      throw new TypeError(`gemma4 ${build.factory} options: gpuValidation: false needs Node, where the runtime makes its device with Dawn`);
+    }
     if (options.worker) return workerClient(build, options);
     const rt = new Runtime(build, options);
     await rt.init();
@@ -55,12 +64,14 @@ async function wasmModule(source) {
                                       : WebAssembly.compile(await response.arrayBuffer());
 }
 
-async function requestGpu(profile) {
+// validation false (checked to be Node without navigator.gpu): Dawn skips validating the runtime's
+// GPU calls (web/dawn_toggles.mjs).
+async function requestGpu(profile, validation = true) {
   let gpu = globalThis.navigator?.gpu;
   if (!gpu && isNode) {
     const webgpu = await import('webgpu');
     Object.assign(globalThis, webgpu.globals);
-    gpu = webgpu.create(dawnToggles());
+    gpu = webgpu.create(dawnToggles({ validation }));
     globalThis.__gemma4_gpu ??= [];
     globalThis.__gemma4_gpu.push(gpu);  // Dawn's instance must outlive its devices
   }
@@ -125,7 +136,7 @@ class Runtime {
       if (this.#lost) throw new Error(`gemma4: the GPU device given was lost (${this.#lost}); create a runtime with a new one`);
       this.#device = this.#options.device;
     } else {
-      this.#device = await requestGpu(this.#build.profile);
+      this.#device = await requestGpu(this.#build.profile, this.#options.gpuValidation ?? true);
       this.#lost = null;
     }
     const device = this.#device;

@@ -25,6 +25,9 @@ export interface FactoryOptions {
   cache?: boolean;
   /** Receives the module's diagnostic output. */
   log?: (text: string) => void;
+  /** Node only, for a device the runtime makes: false has Dawn skip validating the runtime's GPU calls
+   *  (less host time per dispatch; a bad call is then undefined instead of an error). Default true. */
+  gpuValidation?: boolean;
 }
 
 export interface LoadProgress {

@@ -289,3 +289,16 @@ test('out of GPU memory and a lost device come back as errors; nothing stays hal
   assert.equal((await own.chat.completions.create({ messages, max_tokens: 2, temperature: 0 })).usage.completion_tokens, 2);
   await own.unload();
 });
+
+test('gpuValidation: false (Node) answers with the reference text; its bad uses are errors', { timeout: 120000 }, async () => {
+  const g = await createGemma4({ gpuValidation: false });
+  await g.load({ target: model, tokenizer });
+  const r = await g.chat.completions.create({ messages, max_tokens: N, temperature: 0 });
+  assert.equal(r.choices[0].message.content, referenceText(messages[0].content, N).text);
+  await g.unload();
+  assert.equal(g.stats().gpu_buffers, 0);
+  await assert.rejects(createGemma4({ gpuValidation: 'off' }), /gpuValidation must be true or false/);
+  const device = await newDevice();
+  await assert.rejects(createGemma4({ gpuValidation: false, device }), /not one given/);
+  device.destroy();
+});

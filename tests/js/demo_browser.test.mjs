@@ -66,6 +66,19 @@ test('the demo page chats with the bundled model in headless Chromium', { timeou
     const modelFiles = requests.filter((p) => p.startsWith('/testdata/'));
     assert.ok(modelFiles.some((p) => p.endsWith('/model.safetensors')), 'the weights came from the server');
 
+    await t.test('gpuValidation: false is refused in a browser (Node only)', async () => {
+      const message = await page.evaluate(async () => {
+        const { createGemma4 } = await import('/dist/gemma4.mjs');
+        try {
+          await createGemma4({ gpuValidation: false });
+          return 'created';
+        } catch (e) {
+          return e.message;
+        }
+      });
+      assert.match(message, /gpuValidation: false needs Node/);
+    });
+
     await t.test('greedy text equals the CPU reference, MTP on and off', async () => {
       const on = await ask(page, { mtp: true });
       assert.equal(on.text, want);
