@@ -14,6 +14,8 @@ import { dawnToggles } from './dawn_toggles.mjs';
 
 const PROFILE_SCHEMA_VERSION = 1;
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
+// Whether a device this runtime requests comes from Dawn's `webgpu` package (Node without navigator.gpu).
+const makesDawnDevice = () => isNode && !globalThis.navigator?.gpu;
 
 export function checkKeys(what, obj, known) {
   if (obj === undefined) return {};
@@ -39,7 +41,7 @@ export function defineFactory(build) {
     if (options.gpuValidation === false && options.device) {
       throw new TypeError(`gemma4 ${build.factory} options: gpuValidation is for a device the runtime makes, not one given`);
     }
-    if (options.gpuValidation === false && (!isNode || globalThis.navigator?.gpu)) {
+    if (options.gpuValidation === false && !makesDawnDevice()) {
       throw new TypeError(`gemma4 ${build.factory} options: gpuValidation: false needs Node, where the runtime makes its device with Dawn`);
     }
     if (options.worker) return workerClient(build, options);
@@ -64,11 +66,11 @@ async function wasmModule(source) {
                                       : WebAssembly.compile(await response.arrayBuffer());
 }
 
-// validation false (checked to be Node without navigator.gpu): Dawn skips validating the runtime's
-// GPU calls (web/dawn_toggles.mjs).
+// validation false (the factory allows it only where makesDawnDevice()): Dawn skips validating the
+// runtime's GPU calls (web/dawn_toggles.mjs).
 async function requestGpu(profile, validation = true) {
   let gpu = globalThis.navigator?.gpu;
-  if (!gpu && isNode) {
+  if (makesDawnDevice()) {
     const webgpu = await import('webgpu');
     Object.assign(globalThis, webgpu.globals);
     gpu = webgpu.create(dawnToggles({ validation }));
@@ -136,7 +138,7 @@ class Runtime {
       if (this.#lost) throw new Error(`gemma4: the GPU device given was lost (${this.#lost}); create a runtime with a new one`);
       this.#device = this.#options.device;
     } else {
-      this.#device = await requestGpu(this.#build.profile, this.#options.gpuValidation ?? true);
+      this.#device = await requestGpu(this.#build.profile, this.#options.gpuValidation);
       this.#lost = null;
     }
     const device = this.#device;
