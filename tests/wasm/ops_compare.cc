@@ -615,6 +615,18 @@ void RunAll(Backend& gpu, Backend& cpu) {
     s.be->TopK(idx, x, 3, 700, 40);
     return s.Read(idx, 3 * 40);
   });
+  // Both top-k kernels: rows sorted whole (up to 2,048 columns: 1, odd, a power of two) and
+  // picked one at a time (longer), with ties across the row and at the cut.
+  for (const auto& [cols, k] : std::vector<std::pair<int, int>>{{1, 1}, {37, 37}, {2047, 32}, {2048, 32}, {2049, 33}}) {
+    Case("topk_" + std::to_string(cols) + "_k" + std::to_string(k), gpu, cpu, 0.0, [&, cols = cols, k = k](Side& s) {
+      std::vector<float> v = Random(2 * cols);
+      for (int c = 0; c < cols; c += 3) v[c] = static_cast<float>(c % 5);  // ties, the largest among them
+      v[cols + cols - 1] = 50.0f;                                          // the last column first
+      F32 x = s.Floats(v), idx = s.Floats(std::vector<float>(2 * k));
+      s.be->TopK(idx, x, 2, cols, k);
+      return s.Read(idx, 2 * k);
+    });
+  }
   // Top-k with values for sampling: a whole Gemma vocabulary, odd widths, k up to the limit, ties.
   for (const auto& [cols, k] : std::vector<std::pair<int, int>>{{262144, 65}, {1003, 128}, {5000, 1}, {40000, 17}}) {
     Case("topk_values_" + std::to_string(cols) + "_k" + std::to_string(k), gpu, cpu, 0.0, [&, cols = cols, k = k](Side& s) {
