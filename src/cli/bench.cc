@@ -181,12 +181,19 @@ Status BenchSpeculative(Model& model, const std::string& assistant_dir, Backend&
     G4_ASSIGN_OR_RETURN(const double step_b2b, back_to_back([&] {
       return model.ForwardArgmaxOnDevice(ids, 1, *cache, 1, slots.target);
     }));
+    G4_ASSIGN_OR_RETURN(const double draft_b2b, back_to_back([&] {
+      return as->DraftGreedyOnDevice(ids, state, p, *cache, ids.At(1), next);
+    }));
+    G4_ASSIGN_OR_RETURN(const double verify_b2b, back_to_back([&] {
+      return model.ForwardArgmaxOnDevice(ids, k + 1, *cache, k + 1, slots.target);
+    }));
     G4_ASSIGN_OR_RETURN(const double round_b2b, back_to_back([&] {
       return RecordGreedyRound(model, *as, *cache, state, next, slots, k);
     }));
     std::printf("  %d of each recorded back to back (the GPU's time, not the host's): plain step %.2f ms, "
-                "round %.2f ms = %.3f x a plain step\n", kBackToBack, step_b2b / 1000.0, round_b2b / 1000.0,
-                round_b2b / step_b2b);
+                "draft step %.2f ms = %.3f x, %d-token verification %.2f ms = %.3f x, round %.2f ms = %.3f x a "
+                "plain step\n", kBackToBack, step_b2b / 1000.0, draft_b2b / 1000.0, draft_b2b / step_b2b, k + 1,
+                verify_b2b / 1000.0, verify_b2b / step_b2b, round_b2b / 1000.0, round_b2b / step_b2b);
   }
   // Where a round's time goes, kernel by kernel.
   const uint64_t d0 = backend.dispatches();

@@ -221,6 +221,33 @@ void RunAll(Backend& gpu, Backend& cpu) {
              return s.Read(y, rows * outs);
            });
     }
+    // Products over a few rows with very many output features (verification's LM head), an odd
+    // count among them: two features a team (matvec_rows), plain, normed and through gelu.
+    for (auto [rows, outs, ins] : {std::tuple{3, 65537, 40}, {2, 65536, 64}, {8, 65539, 16}}) {
+      if (dt == DType::kF32) break;
+      const std::string shape = std::string(DTypeName(dt)) + "_" + std::to_string(rows) + "x" + std::to_string(outs) +
+                                "x" + std::to_string(ins);
+      Case("matmul_many_features_" + shape, gpu, cpu, 1e-10, [&](Side& s) {
+        Weight w = s.MakeWeight(Random(outs * ins), 1, outs, ins, dt);
+        F32 x = s.Floats(Random(rows * ins)), y = s.Floats(std::vector<float>(rows * outs));
+        s.be->MatMul(y, x, w, rows);
+        return s.Read(y, rows * outs);
+      });
+      Case("norm_matmul_many_features_" + shape, gpu, cpu, 1e-10, [&](Side& s) {
+        Weight w = s.MakeWeight(Random(outs * ins), 1, outs, ins, dt), norm = s.MakeWeight(Random(ins), 1, 1, ins, dt);
+        F32 x = s.Floats(Random(rows * ins, 3.0f)), y = s.Floats(std::vector<float>(rows * outs)),
+            h = s.Floats(std::vector<float>(rows * ins));
+        s.be->NormMatMul(y, h, x, norm, 1e-6f, w, rows);
+        return s.Read(y, rows * outs);
+      });
+      Case("matmul_gelu_mul_many_features_" + shape, gpu, cpu, 1e-10, [&](Side& s) {
+        Weight w = s.MakeWeight(Random(outs * ins), 1, outs, ins, dt);
+        F32 x = s.Floats(Random(rows * ins)), y = s.Floats(std::vector<float>(rows * outs)),
+            mul = s.Floats(Random(rows * outs));
+        s.be->MatMulGeluMul(y, x, w, mul, rows, outs);
+        return s.Read(y, rows * outs);
+      });
+    }
     // The tiled kernel for 16-bit weights, at each of its tile sizes (64 x 32, 64 x 64, 128 x 64
     // and 128 x 128, as picked for a fill of 264 workgroups), ragged in rows, outputs and inputs;
     // the last two with long rows on few tiles, split in four parts of columns (in the first, the

@@ -88,7 +88,7 @@ enum class Kernel { kRmsNorm, kMatMul, kMatVec, kRope, kAttention, kCacheAppend,
                     kMoeExperts, kArgmax, kBandwidth,
                     kAttentionCombine, kEmbedIds, kGatherMatVecIds, kTopK, kArgmaxKeyed, kAccept, kMatVecQ, kGateUp, kNormRope, kTopKValues,
                     kMatVecWide, kGateUpWide, kKvNorms, kAttentionWide, kMatMulWide, kAttentionTiled, kGateUpQ,
-                    kSplitSum, kTopKSort };
+                    kSplitSum, kTopKSort, kMatVecRows };
 const char* KernelFile(Kernel k) {
   switch (k) {
     case Kernel::kRmsNorm: return "rms_norm";
@@ -122,6 +122,7 @@ const char* KernelFile(Kernel k) {
     case Kernel::kGateUpQ: return "gate_up_q";
     case Kernel::kSplitSum: return "split_sum";
     case Kernel::kTopKSort: return "topk_sort";
+    case Kernel::kMatVecRows: return "matvec_rows";
   }
   return "";
 }
@@ -781,6 +782,10 @@ class WebGpuBackend final : public Backend {
     return {static_cast<uint64_t>(((features << log2_teams) + 7) / 8), log2_teams << kTeamsShift};
   }
   static inline const Weight kNoWeight{};
+  // Products over 2 to 8 rows with at least this many output features take matvec_rows (two
+  // features a team). On the H200 that took E2B's 3-row LM head (262,144 features) from 0.41 to
+  // 0.26 ms; its 1,536-feature projections went from 1.60 to 1.81 ms a round, so fewer take it.
+  static constexpr int64_t kRowsFeatures = 65536;
   // A pending join the wide kernels make as they read their input: one row (decode, drafting),
   // whole vec4s, one binding for its norm. With more rows (verification) the extra reads of
   // every row's delta per output feature cost more than the dispatch they save (measured on the
@@ -817,6 +822,13 @@ class WebGpuBackend final : public Backend {
     std::vector<uint32_t> p = {At(out), At(fused ? pre.x_in : in), U(rows), U(w.rows), U(w.cols), Fl(eps),
                                gelu ? At(gelu_mul) : 0, U(mul_stride)};
     if (fused) PreParams(pre, &p);
+    if (k == Kernel::kMatVecWide && rows > 1 && !fused && w.rows >= kRowsFeatures) {
+      // Verification's LM head: two output features a team (matvec_rows.wgsl).
+      const TeamSplit t = TeamsPerFeature((w.rows + 1) / 2, w.cols);
+      Dispatch(Kernel::kMatVecRows, ws, t.groups, p,
+               RowsVariant(rows) | (norm ? kNormed : 0) | (gelu ? kGelu : 0) | t.variant);
+      return;
+    }
     const bool teams = k == Kernel::kMatVecWide || k == Kernel::kMatVecQ;
     const TeamSplit t = teams ? TeamsPerFeature(w.rows, w.cols) : TeamSplit{static_cast<uint64_t>(w.rows + 7) / 8, 0};
     Dispatch(k, ws, t.groups, p,
@@ -903,7 +915,8 @@ class WebGpuBackend final : public Backend {
                                         : "return lp1(j);";
     src.replace(src.find("W1P_READ"), 8, read_pair);
     // The wide kernels read W1 (and gate_up_wide W2) 16 bytes at a time.
-    const bool wide1 = k == Kernel::kMatVecWide || k == Kernel::kGateUpWide || k == Kernel::kMatMulWide;
+    const bool wide1 = k == Kernel::kMatVecWide || k == Kernel::kGateUpWide || k == Kernel::kMatMulWide ||
+                       k == Kernel::kMatVecRows;
     const bool wide2 = k == Kernel::kGateUpWide;
     const bool vec_arena = wide1 || k == Kernel::kAttentionWide || k == Kernel::kAttentionTiled || k == Kernel::kGateUpQ ||
                            k == Kernel::kSplitSum || (variant & kVecIn);
@@ -923,7 +936,8 @@ class WebGpuBackend final : public Backend {
     // The matrix-vector kernels share their teams' reduction: subgroup adds where the device
     // has subgroups of one width that divides a team.
     if (k == Kernel::kMatVec || k == Kernel::kMatVecQ || k == Kernel::kGateUp || k == Kernel::kGatherMatVecIds ||
-        k == Kernel::kMatVecWide || k == Kernel::kGateUpWide || k == Kernel::kGateUpQ || k == Kernel::kKvNorms) {
+        k == Kernel::kMatVecWide || k == Kernel::kGateUpWide || k == Kernel::kGateUpQ || k == Kernel::kKvNorms ||
+        k == Kernel::kMatVecRows) {
       if (subgroup_) {
         src = "enable subgroups;\n" + src + WgslSource("team_subgroup");
         ReplaceAll(src, "SUBGROUP", std::to_string(subgroup_) + "u");
@@ -934,7 +948,7 @@ class WebGpuBackend final : public Backend {
     if (k == Kernel::kAttention || k == Kernel::kAttentionWide || k == Kernel::kAttentionTiled) {
       src += WgslSource("attention_span");
     }
-    if (k == Kernel::kMatVecWide || k == Kernel::kMatVecQ) src += WgslSource("teams");
+    if (k == Kernel::kMatVecWide || k == Kernel::kMatVecQ || k == Kernel::kMatVecRows) src += WgslSource("teams");
     if (k == Kernel::kMatVecWide || k == Kernel::kMatVecQ || k == Kernel::kKvNorms) src += WgslSource("kv_norm");
     if ((wide1 && k != Kernel::kMatMulWide) || k == Kernel::kMatVecQ || k == Kernel::kGateUp || k == Kernel::kGateUpQ) {
       src += WgslSource("residual_add");
