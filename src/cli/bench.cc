@@ -162,9 +162,9 @@ Status BenchSpeculative(Model& model, const std::string& assistant_dir, Backend&
                 tokens * plain_us / round_us);
   }
   if (backend.DownloadsOverlap()) {
-    // Where the host does not bound them: 16 plain steps, then 16 rounds, recorded and handed over
-    // back to back (each with its read started, each rolled back to the same context), against the
-    // time until the last read is in.
+    // Where the host does not bound them: 16 plain steps, then 16 draft steps, verifications and
+    // rounds, each kind recorded and handed over back to back (each with its read started, each
+    // rolled back to the same context), timed until the last read is in.
     constexpr int kBackToBack = 16;
     auto back_to_back = [&](auto&& record) -> Result<double> {
       std::vector<std::unique_ptr<PendingDownload>> reads;
