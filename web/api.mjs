@@ -11,8 +11,8 @@ import { createMemoryWasi } from './wasi_memfs.mjs';
 import { openModel, tokenizerSource } from './sources.mjs';
 import { workerClient } from './worker.mjs';
 import { dawnToggles } from './dawn_toggles.mjs';
+import { PROFILE_SCHEMA_VERSION } from './gpu_bridge.mjs';
 
-const PROFILE_SCHEMA_VERSION = 1;
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
 // Whether a device this runtime requests comes from Dawn's `webgpu` package (Node without navigator.gpu).
 const makesDawnDevice = () => isNode && !globalThis.navigator?.gpu;

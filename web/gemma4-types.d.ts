@@ -130,7 +130,8 @@ export interface Profile {
   /** Requests profiled since load or reset. */
   generation: number;
   total_kernel_ms: number;
-  ops: Record<string, { ms: number; calls: number }>;
+  /** Per kernel, and within it per dispatch size (workgroups, as a decimal string); largest first. */
+  ops: Record<string, { ms: number; calls: number; by_workgroups: Record<string, { ms: number; calls: number }> }>;
   reason?: string;
 }
 

@@ -3,12 +3,12 @@
 // Pipelines and bind groups are made once and reused; a step's dispatches arrive as one command
 // list (with the read that ends it, if any) and go to the GPU in a few submits. With profiling on
 // (the adapter's timestamp-query), every dispatch gets a compute pass of its own with timestamps,
-// summed per kernel.
+// summed per kernel and, within a kernel, per dispatch size in workgroups.
 
 const UNIFORM_SLOT = 256;      // bytes per dispatch's parameters (minUniformBufferOffsetAlignment)
 const UNIFORM_SLOTS = 4096;
 const PARAMS = 32;             // parameter words a dispatch may have (the kernels' P)
-const PROFILE_SCHEMA_VERSION = 1;
+export const PROFILE_SCHEMA_VERSION = 2;  // 2: ops[name].by_workgroups
 // Dispatches per submit: the GPU starts on the first ones while the rest are still encoded, and
 // each submit costs the GPU a pause. On the H200 (E2B bf16), decode recorded one step ahead went
 // from 65 to 100 tokens/s going from one submit per step to submits of 32 dispatches, and later
@@ -65,13 +65,14 @@ export function createGpuImports(device, memory, pending) {
     supported: device.features.has('timestamp-query'),
     on: false,
     generation: 0,
-    ops: new Map(),          // name -> { ns, calls }
+    ops: new Map(),          // name -> { ns, calls, sizes: Map(workgroups -> { ns, calls }) }
     pending: new Set(),      // readbacks of timestamps not yet summed
     querySet: null,
   };
   const querySet = () => profile.querySet ??= device.createQuerySet({ type: 'timestamp', count: 2 * PROFILE_SLOTS });
-  // Sums a submit's timestamps per kernel once they are readable.
-  const collect = (encoder, kernelIds) => {
+  // Sums a submit's timestamps per kernel and dispatch size (groups[i]: dispatch i's workgroups)
+  // once they are readable.
+  const collect = (encoder, kernelIds, groups) => {
     const n = kernelIds.length;
     const resolve = device.createBuffer({ size: 16 * n, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
     const read = device.createBuffer({ size: 16 * n, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
@@ -83,10 +84,14 @@ export function createGpuImports(device, memory, pending) {
         const t = new BigUint64Array(read.getMappedRange());
         if (generation === profile.generation) {
           for (let i = 0; i < n; i++) {
-            const name = names[kernelIds[i]];
-            const e = profile.ops.get(name) ?? { ns: 0, calls: 0 };
-            e.ns += Number(t[2 * i + 1] - t[2 * i]);
+            const name = names[kernelIds[i]], ns = Number(t[2 * i + 1] - t[2 * i]);
+            const e = profile.ops.get(name) ?? { ns: 0, calls: 0, sizes: new Map() };
+            e.ns += ns;
             e.calls++;
+            const size = e.sizes.get(groups[i]) ?? { ns: 0, calls: 0 };
+            size.ns += ns;
+            size.calls++;
+            e.sizes.set(groups[i], size);
             profile.ops.set(name, e);
           }
         }
@@ -126,7 +131,11 @@ export function createGpuImports(device, memory, pending) {
     const ops = {};
     let total = 0;
     for (const [name, e] of [...profile.ops].sort((a, b) => b[1].ns - a[1].ns)) {
-      ops[name] = { ms: e.ns / 1e6, calls: e.calls };
+      const by_workgroups = {};
+      for (const [groups, d] of [...e.sizes].sort((a, b) => b[1].ns - a[1].ns)) {
+        by_workgroups[groups] = { ms: d.ns / 1e6, calls: d.calls };
+      }
+      ops[name] = { ms: e.ns / 1e6, calls: e.calls, by_workgroups };
       total += e.ns / 1e6;
     }
     return { schema_version: PROFILE_SCHEMA_VERSION, supported: profile.supported,
@@ -155,7 +164,7 @@ export function createGpuImports(device, memory, pending) {
         const end = Math.min(first + perSubmit, groupEnd);
         const encoder = device.createCommandEncoder();
         let pass = timed ? null : encoder.beginComputePass();
-        const kernelIds = [];
+        const kernelIds = [], groups = [];
         let last = 0;
         // Plain indexing and loops: this runs a few hundred times per token.
         for (let i = first; i < end; i++) {
@@ -167,6 +176,7 @@ export function createGpuImports(device, memory, pending) {
             });
             last = 0;
             kernelIds.push(kernel);
+            groups.push(words[p + 5] * words[p + 6]);
           }
           if (kernel !== last) pass.setPipeline(kernels[kernel]);
           last = kernel;
@@ -176,7 +186,7 @@ export function createGpuImports(device, memory, pending) {
           if (timed) pass.end();
         }
         if (!timed) pass.end();
-        const finish = timed ? collect(encoder, kernelIds) : null;
+        const finish = timed ? collect(encoder, kernelIds, groups) : null;
         if (end === starts.length) copyRead(encoder, read);
         device.queue.submit([encoder.finish()]);
         finish?.();

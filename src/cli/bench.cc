@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #ifdef _OPENMP
@@ -40,8 +42,17 @@ Status PrintProfile(Backend& backend, const char* what, double units) {
   for (const auto& [name, e] : j["ops"].items()) ops.push_back({e.value("ms", 0.0), name});
   std::sort(ops.rbegin(), ops.rend());
   for (const auto& [ms, name] : ops) {
-    std::printf("  %-18s %8.3f ms  %6.1f calls  %5.1f%%\n", name.c_str(), ms / units,
-                j["ops"][name].value("calls", 0) / units, total > 0 ? 100.0 * ms / total : 0.0);
+    const nlohmann::json& op = j["ops"][name];
+    std::printf("  %-18s %8.3f ms  %6.1f calls  %5.1f%%\n", name.c_str(), ms / units, op.value("calls", 0) / units,
+                total > 0 ? 100.0 * ms / total : 0.0);
+    // Schema 2: the kernel's dispatch sizes (largest time first), where it has more than one.
+    if (!op.contains("by_workgroups") || op["by_workgroups"].size() < 2) continue;
+    std::vector<std::tuple<double, std::string, int>> sizes;  // ms, workgroups, calls
+    for (const auto& [groups, d] : op["by_workgroups"].items()) sizes.emplace_back(d.value("ms", 0.0), groups, d.value("calls", 0));
+    std::sort(sizes.rbegin(), sizes.rend());
+    for (const auto& [size_ms, groups, calls] : sizes) {
+      std::printf("    %8s workgroups %8.3f ms  %6.1f calls\n", groups.c_str(), size_ms / units, calls / units);
+    }
   }
   return Status::Ok();
 }

@@ -207,12 +207,12 @@ test('profile builds report a versioned profile per request; reset clears its ge
   assert.equal(text, referenceText(messages[0].content, N).text);
   await g.reset();
   const before = g.stats().profile;
-  assert.equal(before.schema_version, 1);
+  assert.equal(before.schema_version, 2);
   assert.equal(before.generation, 0);
   await g.chat.completions.create({ messages, max_tokens: 4, temperature: 0 });
   await g.chat.completions.create({ messages, max_tokens: 4, temperature: 0 });
   const p = g.stats().profile;
-  assert.equal(p.schema_version, 1);
+  assert.equal(p.schema_version, 2);
   assert.equal(p.generation, 2);
   // Lavapipe offers timestamp queries, so the profile has figures here.
   assert.equal(p.supported, true);
@@ -220,6 +220,14 @@ test('profile builds report a versioned profile per request; reset clears its ge
   assert.ok(p.total_kernel_ms > 0);
   assert.ok(Object.keys(p.ops).length > 3);
   assert.ok(Object.values(p.ops).every((o) => o.calls > 0 && o.ms >= 0));
+  // Each kernel's dispatch sizes add up to it, and some kernel runs at more than one size.
+  for (const [name, o] of Object.entries(p.ops)) {
+    const sizes = Object.entries(o.by_workgroups);
+    assert.ok(sizes.length > 0 && sizes.every(([g, d]) => Number(g) > 0 && d.calls > 0), name);
+    assert.equal(sizes.reduce((n, [, d]) => n + d.calls, 0), o.calls, name);
+    assert.ok(Math.abs(sizes.reduce((ms, [, d]) => ms + d.ms, 0) - o.ms) <= 1e-6 * Math.max(1, o.ms), name);
+  }
+  assert.ok(Object.values(p.ops).some((o) => Object.keys(o.by_workgroups).length > 1));
   await g.reset();
   assert.equal(g.stats().profile.generation, 0);
   await g.chat.completions.create({ messages, max_tokens: 2, temperature: 0 });
@@ -228,7 +236,7 @@ test('profile builds report a versioned profile per request; reset clears its ge
   // Wall builds say they have no profile.
   const wall = await createGemma4();
   assert.equal(wall.stats().profile.supported, false);
-  assert.equal(wall.stats().profile.schema_version, 1);
+  assert.equal(wall.stats().profile.schema_version, 2);
 });
 
 // A device whose n-th buffer allocation reports out-of-memory through its error scope, as a

@@ -1,7 +1,8 @@
 // The bridge's command lists (web/gpu_bridge.mjs) on Dawn over lavapipe: a list longer than one
 // submit runs every dispatch, in order, each with its own parameters, and a read handed over with
 // the list (its copy in the last submit) or after it sees all of their work; reads reuse their
-// staging buffers, and the bridge destroys them when disposed.
+// staging buffers, and the bridge destroys them when disposed; a profile sums each kernel's time
+// per dispatch size.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { create, globals } from 'webgpu';
@@ -29,7 +30,9 @@ function expected(params) {
 async function withBridge(fn) {
   const adapter = await gpu.requestAdapter();
   assert.ok(adapter, 'no WebGPU adapter: source .lavapipe/env.sh (scripts/setup-lavapipe.sh) first');
-  const device = await adapter.requestDevice();
+  const device = await adapter.requestDevice({
+    requiredFeatures: adapter.features.has('timestamp-query') ? ['timestamp-query'] : [],
+  });
   const mem = new WebAssembly.Memory({ initial: 4 });
   const pending = { promise: null };
   const bridge = createGpuImports(device, () => mem, pending);
@@ -117,4 +120,27 @@ test('reads reuse their staging buffers, each seeing its own data; dispose destr
     assert.ok(staging.every(([, destroyed]) => !destroyed), 'finished reads keep their staging buffers');
   });
   assert.ok(staging.every(([, destroyed]) => destroyed), 'dispose destroys the kept staging buffers');
+});
+
+test('a profile sums each kernel per dispatch size (workgroups x times y)', async () => {
+  await withBridge(async ({ bridge, read, mem, pending }) => {
+    bridge.profile(1);
+    const sizes = [[1, 1], [3, 1], [2, 2], [3, 1], [1, 1], [1, 1], [1, 3]];
+    const words = new Uint32Array(mem.buffer, 8192, 9 * sizes.length);
+    sizes.forEach(([x, y], i) => words.set([1, 0, 0, 0, 0, x, y, 1, i], 9 * i));
+    await read(words.length);  // (several workgroups fold racily: only the profile is checked)
+    bridge.profile(0);
+    bridge.profile_read(16384, 16384);
+    const length = await pending.promise;
+    assert.ok(length > 0, 'the profile did not fit');
+    const p = JSON.parse(new TextDecoder().decode(new Uint8Array(mem.buffer, 16384, length)));
+    assert.equal(p.schema_version, 2);
+    assert.equal(p.supported, true, 'the adapter has no timestamp queries (lavapipe has)');
+    assert.equal(p.fresh, true);
+    assert.equal(p.ops.fold.calls, 7);
+    const calls = Object.fromEntries(Object.entries(p.ops.fold.by_workgroups).map(([g, d]) => [g, d.calls]));
+    assert.deepEqual(calls, { 1: 3, 3: 3, 4: 1 });
+    const ms = Object.values(p.ops.fold.by_workgroups).reduce((sum, d) => sum + d.ms, 0);
+    assert.ok(Math.abs(ms - p.ops.fold.ms) <= 1e-9 + 1e-9 * p.ops.fold.ms);
+  });
 });
