@@ -649,7 +649,7 @@ void RunAll(Backend& gpu, Backend& cpu) {
       std::vector<float> v = Random(2 * cols);
       for (int c = 0; c < cols; c += 3) v[c] = static_cast<float>(c % 5);  // ties, the largest among them
       v[cols + cols - 1] = 50.0f;                                          // the last column first
-      F32 x = s.Floats(v), idx = s.Floats(std::vector<float>(2 * k));
+      F32 x = s.Floats(v), idx = s.Floats(std::vector<float>(2 * k, -1.0f));  // unwritten: not a column
       s.be->TopK(idx, x, 2, cols, k);
       return s.Read(idx, 2 * k);
     });
