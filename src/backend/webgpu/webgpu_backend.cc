@@ -515,27 +515,30 @@ class WebGpuBackend final : public Backend {
   }
   void NormMatMul2(F32 out_a, F32 out_b, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& wa,
                    const Weight& wb, int rows, const ResidualAdd& pre) override {
-    // Decode and verification with two 16-bit matrices of one width and dtype: one dispatch, a
-    // team per output feature of either, making a pending join of one row on the way in.
+    // Decode and verification with two matrices of one width and dtype, 16-bit (matvec_wide) or
+    // quantized (matvec_q), each in one binding: one dispatch, a team per output feature of
+    // either, making a pending join of one row on the way in.
     if (rows > 8) {  // prefill: the norm (and the join) once for both products
       JoinThenNorm(pre, normed_scratch, in, norm, eps, rows, static_cast<int>(wa.cols));
       MatMul(out_a, normed_scratch, wa, rows);
       MatMul(out_b, normed_scratch, wb, rows);
       return;
     }
-    if (!norm.present() || Bindings(norm) > 1 || !Wide(wa, in) || !Wide(wb) || wa.dtype != wb.dtype ||
-        wa.cols != wb.cols) {
+    const bool quantized = IsQuantized(wa.dtype) && Bindings(wa) == 1 && Bindings(wb) == 1;
+    if (!norm.present() || Bindings(norm) > 1 || !((Wide(wa, in) && Wide(wb)) || quantized) ||
+        wa.dtype != wb.dtype || wa.cols != wb.cols) {
       Backend::NormMatMul2(out_a, out_b, normed_scratch, in, norm, eps, wa, wb, rows, pre);
       return;
     }
+    const Kernel k = quantized ? Kernel::kMatVecQ : Kernel::kMatVecWide;
     const bool fused = JoinOnTheWay(pre, true, rows, wa.cols);
     const int64_t outs = wa.rows + wb.rows;
     const TeamSplit t = TeamsPerFeature(outs, wa.cols);
     std::vector<uint32_t> p = {At(out_a), At(fused ? pre.x_in : in), U(rows), U(outs), U(wa.cols), Fl(eps),
                                At(out_b), U(wa.rows)};
     if (fused) PreParams(pre, &p);
-    Dispatch(Kernel::kMatVecWide, {&wa, &norm, &wb, fused ? &pre.norm : &kNoWeight}, t.groups, p,
-             RowsVariant(rows) | kNormed | kTwo | (fused ? kPre : 0) | t.variant);
+    Dispatch(k, {&wa, &norm, &wb, fused ? &pre.norm : &kNoWeight}, t.groups, p,
+             RowsVariant(rows) | kNormed | kTwo | (fused ? kPre : 0) | VecIn(k, in) | t.variant);
   }
   void NormMatMulKvNorms(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w, int rows,
                          const KvNorms& kv) override {
@@ -957,7 +960,7 @@ class WebGpuBackend final : public Backend {
       src += WgslSource("residual_add");
       // The join's norm: W4 where W3 is taken (the gate_up kernels' norm, matvec_wide's second matrix).
       const bool w3_taken = k == Kernel::kGateUpWide || k == Kernel::kGateUp || k == Kernel::kGateUpQ ||
-                            (k == Kernel::kMatVecWide && (variant & kTwo));
+                            ((k == Kernel::kMatVecWide || k == Kernel::kMatVecQ) && (variant & kTwo));
       ReplaceAll(src, "PRE_LP", w3_taken ? "lp4" : "lp3");
       ReplaceAll(src, "PREv", (variant & kPre) ? "true" : "false");
     }

@@ -5,12 +5,21 @@
 // P: out, in, rows, out_features, in_features, eps, mul, mul_stride (GELU as in matvec.wgsl). ROWS
 // (1, 2, 4 or 8), TEAMS (1, 2, 4 or 8) and quant.wgsl's BITS are fixed when compiled; NORMED as in
 // matvec.wgsl (the input rms-normed with the weight W2 on the way in); PRE (with VEC_IN;
-// residual_add.wgsl, its norm in W3) joins a residual into the input first.
+// residual_add.wgsl, its norm in W3, or W4 with TWO) joins a residual into the input first. TWO:
+// output features from P7 on come from a second matrix of the same width and type, W3, and go to
+// P6 (GELU off), as in matvec_wide.wgsl.
 const ROWS = VARIANTu;
 const TEAMS = TEAMSv;
 const NORMED = NORMEDv;
 const GELU = GELUv;
-const VEC_IN = VEC_INv;  // the arena seen as vec4s: the input's offset and row length are multiples of 4
+const VEC_IN = VEC_INv;
+const TWO = TWOv;
+
+// Word k of the team's matrix (second: W3).
+fn qword(second: bool, k: u32) -> u32 {
+  if (TWO && second) { return w3word(k); }
+  return w1word(k);
+}  // the arena seen as vec4s: the input's offset and row length are multiples of 4
 
 // acc[r] += s * (the word's values . in[r, xi ..]) for each row (columns col ..; normed: the inputs
 // times the norm weight, their squares summed into sq).
@@ -66,8 +75,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   let x = pu(1u);
   var acc: array<f32, ROWS>;
   var sq: array<f32, ROWS>;
+  // With TWO, the team's matrix (second: W3) and its row in it.
+  let second = TWO && o >= pu(7u);
+  let row = select(o, o - pu(7u), second);
   if (o < outs) {
-    let base = o * ins;
+    let base = row * ins;
     let words = ins / PER_WORD;
     // Four words per lane in flight, then the rest one at a time.
     const S = 32u * TEAMS;  // the stride between a team's runs
@@ -77,8 +89,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       var s: array<f32, 4>;
       for (var k = 0u; k < 4u; k++) {
         let e = base + (t + S * k) * PER_WORD;
-        s[k] = q_scale(w1word(q_scale_word(e)), e);
-        v[k] = w1word(q_value_word(e));
+        s[k] = q_scale(qword(second, q_scale_word(e)), e);
+        v[k] = qword(second, q_value_word(e));
       }
       for (var k = 0u; k < 4u; k++) {
         let col = (t + S * k) * PER_WORD;
@@ -87,13 +99,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     for (; t < words; t += S) {
       let e = base + t * PER_WORD;
-      word_dot(&acc, &sq, w1word(q_value_word(e)), q_scale(w1word(q_scale_word(e)), e), x + t * PER_WORD,
-               t * PER_WORD, rows, ins);
+      word_dot(&acc, &sq, qword(second, q_value_word(e)), q_scale(qword(second, q_scale_word(e)), e),
+               x + t * PER_WORD, t * PER_WORD, rows, ins);
     }
   }
   let v = teams_finish(lid.x, team, lane, slice, o, acc, sq);
   if (lane == 0u && slice == 0u && o < outs) {
-    for (var r = 0u; r < rows; r++) { afset(pu(0u) + r * outs + o, v[r]); }
+    for (var r = 0u; r < rows; r++) {
+      var at = pu(0u) + r * outs + o;
+      if (TWO) {
+        let first = pu(7u);
+        at = select(pu(0u) + r * first + o, pu(6u) + r * (outs - first) + row, second);
+      }
+      afset(at, v[r]);
+    }
   }
   if (PRE) { pre_write(lane, o == 0u && slice == 0u, rows, ins, x); }
 }
