@@ -12,14 +12,14 @@ const ROWS = VARIANTu;
 const TEAMS = TEAMSv;
 const NORMED = NORMEDv;
 const GELU = GELUv;
-const VEC_IN = VEC_INv;
+const VEC_IN = VEC_INv;  // the arena seen as vec4s: the input's offset and row length are multiples of 4
 const TWO = TWOv;
 
 // Word k of the team's matrix (second: W3).
 fn qword(second: bool, k: u32) -> u32 {
   if (TWO && second) { return w3word(k); }
   return w1word(k);
-}  // the arena seen as vec4s: the input's offset and row length are multiples of 4
+}
 
 // acc[r] += s * (the word's values . in[r, xi ..]) for each row (columns col ..; normed: the inputs
 // times the norm weight, their squares summed into sq).
