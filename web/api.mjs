@@ -13,6 +13,8 @@ import { workerClient } from './worker.mjs';
 import { dawnToggles } from './dawn_toggles.mjs';
 import { PROFILE_SCHEMA_VERSION } from './gpu_bridge.mjs';
 
+const NO_PASSES = Object.freeze({ ms: 0, count: 0, dispatches: 0 });
+
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
 // Whether a device this runtime requests comes from Dawn's `webgpu` package (Node without navigator.gpu).
 const makesDawnDevice = () => isNode && !globalThis.navigator?.gpu;
@@ -455,9 +457,9 @@ class Runtime {
     const c = this.#counters;
     const profile = this.#build.profile
       ? (this.#profile ?? { schema_version: PROFILE_SCHEMA_VERSION, supported: !!this.#device?.features.has('timestamp-query'),
-                            fresh: false, generation: 0, total_kernel_ms: 0, ops: {} })
-      : { schema_version: PROFILE_SCHEMA_VERSION, supported: false, fresh: false, generation: 0, total_kernel_ms: 0,
-          ops: {}, reason: 'wall build: no profiling' };
+                            mode: 'kernels', fresh: false, generation: 0, total_kernel_ms: 0, ops: {}, passes: NO_PASSES })
+      : { schema_version: PROFILE_SCHEMA_VERSION, supported: false, mode: 'kernels', fresh: false, generation: 0,
+          total_kernel_ms: 0, ops: {}, passes: NO_PASSES, reason: 'wall build: no profiling' };
     return {
       build: this.build,
       loaded: !!this.#rt,

@@ -125,6 +125,9 @@ export interface ChatCompletionChunk {
 export interface Profile {
   schema_version: number;
   supported: boolean;
+  /** 'kernels': each dispatch timed in a pass of its own (ops); 'passes': the work timed as it
+   * runs, a pass per submit (passes). Profile builds time kernels. */
+  mode: 'kernels' | 'passes';
   /** Every timestamp of the last request is in. */
   fresh: boolean;
   /** Requests profiled since load or reset. */
@@ -132,6 +135,8 @@ export interface Profile {
   total_kernel_ms: number;
   /** Per kernel, and within it per dispatch size (workgroups, as a decimal string); largest first. */
   ops: Record<string, { ms: number; calls: number; by_workgroups: Record<string, { ms: number; calls: number }> }>;
+  /** The passes timed whole ('passes' mode; zeros otherwise) and the dispatches in them. */
+  passes: { ms: number; count: number; dispatches: number };
   reason?: string;
 }
 

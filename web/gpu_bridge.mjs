@@ -1,14 +1,17 @@
 // The "gpu" imports of the WebAssembly module, implemented with the WebGPU JS API (Dawn's
 // `webgpu` package in Node, navigator.gpu in browsers). See src/backend/webgpu/gpu_imports.h.
 // Pipelines and bind groups are made once and reused; a step's dispatches arrive as one command
-// list (with the read that ends it, if any) and go to the GPU in a few submits. With profiling on
-// (the adapter's timestamp-query), every dispatch gets a compute pass of its own with timestamps,
-// summed per kernel and, within a kernel, per dispatch size in workgroups.
+// list (with the read that ends it, if any) and go to the GPU in a few submits. Profiling (the
+// adapter's timestamp-query) has two modes: per kernel, every dispatch gets a compute pass of its
+// own with timestamps, summed per kernel and, within a kernel, per dispatch size in workgroups;
+// per pass, the dispatches run as they do unprofiled (a pass per submit) and each pass is timed
+// whole, so the sum is the GPU's time for the work, gaps between dependent dispatches included.
 
 const UNIFORM_SLOT = 256;      // bytes per dispatch's parameters (minUniformBufferOffsetAlignment)
 const UNIFORM_SLOTS = 4096;
 const PARAMS = 32;             // parameter words a dispatch may have (the kernels' P)
-export const PROFILE_SCHEMA_VERSION = 2;  // 2: ops[name].by_workgroups
+export const PROFILE_SCHEMA_VERSION = 3;  // 2: ops[name].by_workgroups; 3: mode, passes
+export const PROFILE_KERNELS = 1, PROFILE_PASSES = 2;  // the modes profile() takes (0: off)
 // Dispatches per submit: the GPU starts on the first ones while the rest are still encoded, and
 // each submit costs the GPU a pause. On the H200 (E2B bf16), decode recorded one step ahead went
 // from 65 to 100 tokens/s going from one submit per step to submits of 32 dispatches, and later
@@ -63,17 +66,19 @@ export function createGpuImports(device, memory, pending) {
   };
   const profile = {
     supported: device.features.has('timestamp-query'),
-    on: false,
+    mode: 0,                 // 0 (off), PROFILE_KERNELS or PROFILE_PASSES
+    last: PROFILE_KERNELS,   // the mode of the profile last started
     generation: 0,
     ops: new Map(),          // name -> { ns, calls, sizes: Map(workgroups -> { ns, calls }) }
+    passes: { ns: 0, count: 0, dispatches: 0 },  // PROFILE_PASSES
     pending: new Set(),      // readbacks of timestamps not yet summed
     querySet: null,
   };
   const querySet = () => profile.querySet ??= device.createQuerySet({ type: 'timestamp', count: 2 * PROFILE_SLOTS });
-  // Sums a submit's timestamps per kernel and dispatch size (groups[i]: dispatch i's workgroups)
-  // once they are readable.
-  const collect = (encoder, kernelIds, groups) => {
-    const n = kernelIds.length;
+  // Sums a submit's timestamps, once they are readable: per kernel and dispatch size (groups[i]:
+  // dispatch i's workgroups), or (no kernelIds) as one pass of `dispatches` dispatches.
+  const collect = (encoder, kernelIds, groups, dispatches = 0) => {
+    const n = Math.max(1, kernelIds.length);
     const resolve = device.createBuffer({ size: 16 * n, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
     const read = device.createBuffer({ size: 16 * n, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
     encoder.resolveQuerySet(querySet(), 0, 2 * n, resolve, 0);
@@ -82,7 +87,11 @@ export function createGpuImports(device, memory, pending) {
     return () => {
       const p = read.mapAsync(GPUMapMode.READ).then(() => {
         const t = new BigUint64Array(read.getMappedRange());
-        if (generation === profile.generation) {
+        if (generation === profile.generation && kernelIds.length === 0) {
+          profile.passes.ns += Number(t[1] - t[0]);
+          profile.passes.count++;
+          profile.passes.dispatches += dispatches;
+        } else if (generation === profile.generation) {
           for (let i = 0; i < n; i++) {
             const name = names[kernelIds[i]], ns = Number(t[2 * i + 1] - t[2 * i]);
             const e = profile.ops.get(name) ?? { ns: 0, calls: 0, sizes: new Map() };
@@ -138,17 +147,21 @@ export function createGpuImports(device, memory, pending) {
       ops[name] = { ms: e.ns / 1e6, calls: e.calls, by_workgroups };
       total += e.ns / 1e6;
     }
+    const { ns, count, dispatches } = profile.passes;
+    const kernels = profile.last === PROFILE_KERNELS;
     return { schema_version: PROFILE_SCHEMA_VERSION, supported: profile.supported,
-             fresh: profile.pending.size === 0 && profile.ops.size > 0, generation: profile.generation,
-             total_kernel_ms: total, ops };
+             mode: kernels ? 'kernels' : 'passes',
+             fresh: profile.pending.size === 0 && (kernels ? profile.ops.size : count) > 0, generation: profile.generation,
+             total_kernel_ms: total, ops, passes: { ms: ns / 1e6, count, dispatches } };
   };
 
   // Runs a command list (see webgpu_backend.cc): the dispatches' parameters go to the uniform
   // slots in one write, then submits of up to SUBMIT_DISPATCHES dispatches, one compute pass each
-  // (a pass per dispatch when timed). A read ({ id, offset, size, staging }) is copied in the
-  // last submit, after every dispatch.
+  // (a pass per dispatch when kernels are timed). A read ({ id, offset, size, staging }) is copied
+  // in the last submit, after every dispatch.
   const run = (words, read) => {
-    const timed = profile.on && profile.supported;
+    const timed = profile.mode === PROFILE_KERNELS && profile.supported;
+    const passTimed = profile.mode === PROFILE_PASSES && profile.supported;
     const perSubmit = timed ? PROFILE_SLOTS : SUBMIT_DISPATCHES;
     const perGroup = timed ? PROFILE_SLOTS : UNIFORM_SLOTS;  // dispatches sharing one write
     const starts = [];  // where each dispatch's words start
@@ -163,7 +176,9 @@ export function createGpuImports(device, memory, pending) {
       for (let first = group; first < groupEnd; first += perSubmit) {
         const end = Math.min(first + perSubmit, groupEnd);
         const encoder = device.createCommandEncoder();
-        let pass = timed ? null : encoder.beginComputePass();
+        let pass = timed ? null : encoder.beginComputePass(passTimed
+          ? { timestampWrites: { querySet: querySet(), beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } }
+          : undefined);
         const kernelIds = [], groups = [];
         let last = 0;
         // Plain indexing and loops: this runs a few hundred times per token.
@@ -186,7 +201,8 @@ export function createGpuImports(device, memory, pending) {
           if (timed) pass.end();
         }
         if (!timed) pass.end();
-        const finish = timed ? collect(encoder, kernelIds, groups) : null;
+        const finish = timed ? collect(encoder, kernelIds, groups)
+          : passTimed ? collect(encoder, [], [], end - first) : null;
         if (end === starts.length) copyRead(encoder, read);
         device.queue.submit([encoder.finish()]);
         finish?.();
@@ -249,12 +265,15 @@ export function createGpuImports(device, memory, pending) {
     submit(ptr, count) {
       run(new Uint32Array(memory().buffer, ptr, count).slice(), null);
     },
-    // Profiling: 1 starts (clearing what was summed), 0 stops.
-    profile(on) {
-      profile.on = on !== 0;
-      if (profile.on) {
+    // Profiling: PROFILE_KERNELS or PROFILE_PASSES starts that mode (clearing what was summed),
+    // 0 stops.
+    profile(mode) {
+      profile.mode = mode === PROFILE_KERNELS || mode === PROFILE_PASSES ? mode : 0;
+      if (profile.mode) {
+        profile.last = profile.mode;
         profile.generation++;
         profile.ops.clear();
+        profile.passes = { ns: 0, count: 0, dispatches: 0 };
       }
     },
     // Async like read_finish: the profile as versioned JSON, written to dst (at most cap bytes);

@@ -241,9 +241,14 @@ class Backend {
   virtual Result<double> MeasureReadBandwidth(uint64_t bytes) { (void)bytes; return 0.0; }
   // GPU dispatches recorded so far (0 for backends without them).
   virtual uint64_t dispatches() const { return 0; }
-  // Kernel timing, where the device offers it: Profile(true) starts afresh, Profile(false) stops.
-  // ProfileJson() is the versioned profile (see web/gpu_bridge.mjs), "" when there is none.
-  virtual void Profile(bool on) { (void)on; }
+  // GPU timing, where the device offers it: Profile(kKernels or kPasses) starts afresh, kOff
+  // stops. ProfileJson() is the versioned profile (see web/gpu_bridge.mjs), "" when there is none.
+  enum class ProfileMode {
+    kOff = 0,
+    kKernels = 1,  // each dispatch timed on its own (a pass each): time per kernel
+    kPasses = 2,   // the work timed as it runs (a pass per submit): the GPU's time for all of it
+  };
+  virtual void Profile(ProfileMode mode) { (void)mode; }
   virtual Result<std::string> ProfileJson() { return std::string(); }
 };
 

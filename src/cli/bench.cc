@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -57,25 +58,67 @@ Status PrintProfile(Backend& backend, const char* what, double units) {
   return Status::Ok();
 }
 
+// The GPU's time for `reps` runs of `record` (each ending in a read) as they run, from the passes'
+// timestamps (Backend::ProfileMode::kPasses): ms and dispatches a run, zeros where the backend
+// cannot time passes.
+struct GpuTime {
+  double ms = 0.0;
+  double dispatches = 0.0;
+};
+Result<GpuTime> GpuTimePerRun(Backend& backend, int reps, const std::function<Status()>& record) {
+  backend.Profile(Backend::ProfileMode::kPasses);
+  Status s = Status::Ok();
+  for (int r = 0; r < reps && s.ok(); ++r) s = record();
+  backend.Profile(Backend::ProfileMode::kOff);
+  G4_RETURN_IF_ERROR(s);
+  G4_ASSIGN_OR_RETURN(std::string text, backend.ProfileJson());
+  if (text.empty()) return GpuTime{};
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.contains("passes")) return Internal("bench: the backend's profile has no passes: " + text);
+  return GpuTime{j["passes"].value("ms", 0.0) / reps, j["passes"].value("dispatches", 0.0) / reps};
+}
+
+// The GPU's time a dispatch when each does next to nothing but depends on the one before (an
+// in-place scale, 256 in a row): with 1 workgroup of 64 threads, and with 196,608 threads (as many
+// as a product of 768 workgroups of 256), in us; 0 where the backend cannot time passes.
+Result<std::pair<double, double>> DispatchFloor(Backend& backend) {
+  constexpr int kDispatches = 256;
+  constexpr size_t kWide = 196608;
+  G4_ASSIGN_OR_RETURN(auto buf, backend.Allocate(kWide * sizeof(float)));
+  G4_RETURN_IF_ERROR(backend.Upload(*buf, 0, std::vector<float>(kWide, 1.0f).data(), kWide * sizeof(float)));
+  float sink = 0.0f;
+  double us[2] = {0.0, 0.0};
+  for (int wide = 0; wide < 2; ++wide) {
+    auto record = [&]() -> Status {
+      for (int i = 0; i < kDispatches; ++i) backend.Scale(F32{buf.get(), 0}, wide ? kWide : 64, 1.0f);
+      return backend.Download(*buf, 0, &sink, sizeof(sink));
+    };
+    G4_RETURN_IF_ERROR(record());  // compiles
+    G4_ASSIGN_OR_RETURN(const GpuTime t, GpuTimePerRun(backend, 4, record));
+    us[wide] = 1000.0 * t.ms / kDispatches;
+  }
+  return std::make_pair(us[0], us[1]);
+}
+
 // Dispatches per decoded token and, where the backend can time kernels, GPU time per kernel for
 // the prompt's prefill and over `steps` one-token forwards after it (separate passes: timing
 // every kernel costs time).
 Status ProfileDecode(Model& model, Backend& backend, const std::vector<int32_t>& prompt, int steps) {
   G4_ASSIGN_OR_RETURN(auto cache, model.NewCache(static_cast<int64_t>(prompt.size()) + 2 * steps + 1));
   std::vector<int> ids;
-  backend.Profile(true);
+  backend.Profile(Backend::ProfileMode::kKernels);
   // In chunks, as generation prefills (the arena holds one chunk's activations).
   G4_ASSIGN_OR_RETURN(const std::span<const int32_t> rest, model.PrefillHead(prompt, *cache));
   G4_RETURN_IF_ERROR(model.ForwardArgmax(rest, *cache, 1, &ids));
-  backend.Profile(false);
+  backend.Profile(Backend::ProfileMode::kOff);
   G4_RETURN_IF_ERROR(PrintProfile(backend, "prefill", 1.0));
   const uint64_t d0 = backend.dispatches();
-  backend.Profile(true);
+  backend.Profile(Backend::ProfileMode::kKernels);
   for (int i = 0; i < steps; ++i) {
     const int32_t tok = ids[0];
     G4_RETURN_IF_ERROR(model.ForwardArgmax(std::span<const int32_t>(&tok, 1), *cache, 1, &ids));
   }
-  backend.Profile(false);
+  backend.Profile(Backend::ProfileMode::kOff);
   const double per_token = static_cast<double>(backend.dispatches() - d0) / steps;
   if (per_token > 0) std::printf("dispatches per decoded token: %.1f\n", per_token);
   G4_RETURN_IF_ERROR(PrintProfile(backend, "decoded token", steps));
@@ -108,7 +151,7 @@ Status ProfileDecode(Model& model, Backend& backend, const std::vector<int32_t>&
 // side (all on the backend, as generation runs them), and the speedup they imply at several
 // acceptance rates.
 Status BenchSpeculative(Model& model, const std::string& assistant_dir, Backend& backend,
-                        const std::vector<int32_t>& prompt, int k, int reps) {
+                        const std::vector<int32_t>& prompt, int k, int reps, double floor_us) {
   G4_ASSIGN_OR_RETURN(std::unique_ptr<Assistant> as, Assistant::Load(assistant_dir, backend, model));
   const int H = model.config().hidden;
   G4_ASSIGN_OR_RETURN(auto cache, model.NewCache(static_cast<int64_t>(prompt.size()) + reps + k + 2, k + 1,
@@ -129,43 +172,40 @@ Status BenchSpeculative(Model& model, const std::string& assistant_dir, Backend&
   auto wait = [&]() { return backend.Download(*ids_buf, 0, sink, sizeof(sink)); };
   const float tok = static_cast<float>(prompt.back());
   G4_RETURN_IF_ERROR(backend.Upload(*ids_buf, 0, &tok, sizeof(tok)));
-  // Plain step: one token, rolled back each time so every repetition sees the same context.
-  auto plain_step = [&]() -> Status {
-    G4_RETURN_IF_ERROR(model.ForwardArgmaxOnDevice(ids, 1, *cache, 1, slots.target));
+  // The four kinds of work, each recorded (not waited for); each is rolled back after it, so every
+  // repetition sees the same context (draft steps write no cache). A round as generation runs
+  // it: K drafts, verification and acceptance in one submit.
+  struct Kind {
+    const char* name;
+    std::function<Status()> record;
+  };
+  char verification[32];
+  std::snprintf(verification, sizeof(verification), "%d-token verification", k + 1);
+  const Kind kinds[] = {
+      {"plain decode step", [&] { return model.ForwardArgmaxOnDevice(ids, 1, *cache, 1, slots.target); }},
+      {"draft step", [&] { return as->DraftGreedyOnDevice(ids, state, p, *cache, ids.At(1), next); }},
+      {verification, [&] { return model.ForwardArgmaxOnDevice(ids, k + 1, *cache, k + 1, slots.target); }},
+      {"round", [&] { return RecordGreedyRound(model, *as, *cache, state, next, slots, k); }},
+  };
+  auto run = [&](const Kind& kind) -> Status {
+    G4_RETURN_IF_ERROR(kind.record());
     G4_RETURN_IF_ERROR(wait());
     return cache->Rollback(p);
   };
-  G4_RETURN_IF_ERROR(plain_step());  // warm-up
-  int64_t t0 = MonotonicMicros();
-  for (int r = 0; r < reps; ++r) G4_RETURN_IF_ERROR(plain_step());
-  const double plain_us = (MonotonicMicros() - t0) / static_cast<double>(reps);
-  t0 = MonotonicMicros();
-  for (int r = 0; r < reps; ++r) {
-    G4_RETURN_IF_ERROR(as->DraftGreedyOnDevice(ids, state, p, *cache, ids.At(1), next));
-    G4_RETURN_IF_ERROR(wait());
+  double us[4];  // each kind's time, read at once
+  for (int i = 0; i < 4; ++i) {
+    G4_RETURN_IF_ERROR(run(kinds[i]));  // compiles its kernels
+    const int64_t t0 = MonotonicMicros();
+    for (int r = 0; r < reps; ++r) G4_RETURN_IF_ERROR(run(kinds[i]));
+    us[i] = (MonotonicMicros() - t0) / static_cast<double>(reps);
   }
-  const double draft_us = (MonotonicMicros() - t0) / static_cast<double>(reps);
-  t0 = MonotonicMicros();
-  for (int r = 0; r < reps; ++r) {
-    G4_RETURN_IF_ERROR(model.ForwardArgmaxOnDevice(ids, k + 1, *cache, k + 1, slots.target));
-    G4_RETURN_IF_ERROR(wait());
-    G4_RETURN_IF_ERROR(cache->Rollback(p));
-  }
-  const double verify_us = (MonotonicMicros() - t0) / static_cast<double>(reps);
-  // A whole round as generation runs it: K drafts, verification and acceptance in one submit.
-  t0 = MonotonicMicros();
-  for (int r = 0; r < reps; ++r) {
-    G4_RETURN_IF_ERROR(RecordGreedyRound(model, *as, *cache, state, next, slots, k));
-    G4_RETURN_IF_ERROR(wait());
-    G4_RETURN_IF_ERROR(cache->Rollback(p));
-  }
-  const double round_us = (MonotonicMicros() - t0) / static_cast<double>(reps);
+  const double plain_us = us[0], round_us = us[3];
   std::printf("speculative, K=%d (each averaged over %d runs, ending in a read of the ids):\n", k, reps);
   std::printf("  plain decode step: %.2f ms\n", plain_us / 1000.0);
-  std::printf("  draft step: %.2f ms = %.3f x a plain step\n", draft_us / 1000.0, draft_us / plain_us);
-  std::printf("  %d-token verification: %.2f ms = %.3f x a plain step\n", k + 1, verify_us / 1000.0, verify_us / plain_us);
-  std::printf("  round (K drafts + verification + acceptance, one submit): %.2f ms = %.3f x a plain step\n",
-              round_us / 1000.0, round_us / plain_us);
+  for (int i = 1; i < 4; ++i) {
+    std::printf("  %s%s: %.2f ms = %.3f x a plain step\n", kinds[i].name,
+                i == 3 ? " (K drafts + verification + acceptance, one submit)" : "", us[i] / 1000.0, us[i] / plain_us);
+  }
   for (double acc : {0.5, 0.7, 0.9}) {
     double tokens = 0.0, pa = 1.0;  // expected tokens per round: sum of acc^i, i = 0..K
     for (int i = 0; i <= k; ++i, pa *= acc) tokens += pa;
@@ -173,48 +213,47 @@ Status BenchSpeculative(Model& model, const std::string& assistant_dir, Backend&
                 tokens * plain_us / round_us);
   }
   if (backend.DownloadsOverlap()) {
-    // Where the host does not bound them: 16 plain steps, then 16 draft steps, verifications and
-    // rounds, each kind recorded and handed over back to back (each with its read started, each
-    // rolled back to the same context), timed until the last read is in.
+    // Where the host does not bound them: 16 of each kind recorded and handed over back to back
+    // (each with its read started), timed until the last read is in.
     constexpr int kBackToBack = 16;
-    auto back_to_back = [&](auto&& record) -> Result<double> {
+    double b2b[4];
+    for (int i = 0; i < 4; ++i) {
       std::vector<std::unique_ptr<PendingDownload>> reads;
       const int64_t t = MonotonicMicros();
       for (int r = 0; r < kBackToBack; ++r) {
-        G4_RETURN_IF_ERROR(record());
+        G4_RETURN_IF_ERROR(kinds[i].record());
         G4_ASSIGN_OR_RETURN(auto read, backend.StartDownload(*ids_buf, 0, sizeof(float)));
         reads.push_back(std::move(read));
         G4_RETURN_IF_ERROR(cache->Rollback(p));
       }
       for (auto& read : reads) G4_RETURN_IF_ERROR(read->Finish(sink));
-      return (MonotonicMicros() - t) / static_cast<double>(kBackToBack);
-    };
-    G4_ASSIGN_OR_RETURN(const double step_b2b, back_to_back([&] {
-      return model.ForwardArgmaxOnDevice(ids, 1, *cache, 1, slots.target);
-    }));
-    G4_ASSIGN_OR_RETURN(const double draft_b2b, back_to_back([&] {
-      return as->DraftGreedyOnDevice(ids, state, p, *cache, ids.At(1), next);
-    }));
-    G4_ASSIGN_OR_RETURN(const double verify_b2b, back_to_back([&] {
-      return model.ForwardArgmaxOnDevice(ids, k + 1, *cache, k + 1, slots.target);
-    }));
-    G4_ASSIGN_OR_RETURN(const double round_b2b, back_to_back([&] {
-      return RecordGreedyRound(model, *as, *cache, state, next, slots, k);
-    }));
-    std::printf("  %d of each recorded back to back (the GPU's time, not the host's): plain step %.2f ms, "
-                "draft step %.2f ms = %.3f x, %d-token verification %.2f ms = %.3f x, round %.2f ms = %.3f x a "
-                "plain step\n", kBackToBack, step_b2b / 1000.0, draft_b2b / 1000.0, draft_b2b / step_b2b, k + 1,
-                verify_b2b / 1000.0, verify_b2b / step_b2b, round_b2b / 1000.0, round_b2b / step_b2b);
+      b2b[i] = (MonotonicMicros() - t) / static_cast<double>(kBackToBack);
+    }
+    std::printf("  %d of each recorded back to back (the GPU's time where the host records faster than it runs):\n   ",
+                kBackToBack);
+    for (int i = 0; i < 4; ++i) std::printf(" %s %.2f ms = %.3f x%s", kinds[i].name, b2b[i] / 1000.0, b2b[i] / b2b[0],
+                                            i < 3 ? "," : "\n");
+  }
+  // The GPU's own time for each, from timestamps around the work as it runs (where the backend
+  // has them): no host in it; and what the dispatch floor measured at the start comes to.
+  GpuTime gpu[4];
+  for (int i = 0; i < 4; ++i) {
+    G4_ASSIGN_OR_RETURN(gpu[i], GpuTimePerRun(backend, reps, [&] { return run(kinds[i]); }));
+  }
+  if (gpu[0].ms > 0) {
+    std::printf("  GPU time (timestamps around each submit's pass, %d of each):\n", reps);
+    for (int i = 0; i < 4; ++i) {
+      std::printf("    %-22s %7.3f ms = %.3f x a plain step; %6.1f dispatches", kinds[i].name, gpu[i].ms,
+                  gpu[i].ms / gpu[0].ms, gpu[i].dispatches);
+      if (floor_us > 0) std::printf(", at the floor (%.2f us each) %.3f ms", floor_us, floor_us * gpu[i].dispatches / 1000.0);
+      std::printf("\n");
+    }
   }
   // Where a round's time goes, kernel by kernel.
   const uint64_t d0 = backend.dispatches();
-  backend.Profile(true);
-  for (int r = 0; r < 8; ++r) {
-    G4_RETURN_IF_ERROR(RecordGreedyRound(model, *as, *cache, state, next, slots, k));
-    G4_RETURN_IF_ERROR(wait());
-    G4_RETURN_IF_ERROR(cache->Rollback(p));
-  }
-  backend.Profile(false);
+  backend.Profile(Backend::ProfileMode::kKernels);
+  for (int r = 0; r < 8; ++r) G4_RETURN_IF_ERROR(run(kinds[3]));
+  backend.Profile(Backend::ProfileMode::kOff);
   const double per_round = static_cast<double>(backend.dispatches() - d0) / 8;
   if (per_round > 0) std::printf("dispatches per round: %.1f\n", per_round);
   return PrintProfile(backend, "round", 8);
@@ -256,6 +295,12 @@ int RunBench(const std::vector<std::string>& argv) {
   } else {
     std::printf("backend %s; device read bandwidth (a kernel streaming %lld MiB): %.1f GB/s\n", backend->Name().c_str(),
                 *bw_mib, bandwidth);
+  }
+  auto floor = DispatchFloor(*backend);
+  if (!floor.ok()) return Fail(floor.status());
+  if (floor->first > 0) {
+    std::printf("dispatch floor (256 dependent in-place scales, timestamps around the pass): %.2f us a dispatch of "
+                "1 workgroup, %.2f us of 196,608 threads\n", floor->first, floor->second);
   }
 
   const int64_t t_load = MonotonicMicros();
@@ -308,7 +353,7 @@ int RunBench(const std::vector<std::string>& argv) {
   }
   if (a.Has("assistant")) {
     Status s = BenchSpeculative(**model, a.Get("assistant"), *backend, prompt, static_cast<int>(*k),
-                                static_cast<int>(*decode_tokens));
+                                static_cast<int>(*decode_tokens), floor->first);
     if (!s.ok()) return Fail(s);
   }
   return 0;

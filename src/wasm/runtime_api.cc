@@ -262,14 +262,14 @@ Result<json> Generate(Runtime& rt, const json& request) {
   };
   opt.interrupted = [&] { return stop_asked; };
   opt.on_round = [](int drafted, int accepted) { g4_host_round(drafted, accepted); };
-  if (G4_PROFILE) rt.backend->Profile(true);
+  if (G4_PROFILE) rt.backend->Profile(g4::Backend::ProfileMode::kKernels);
   Result<g4::GenerationResult> r = g4::InvalidArgument("unreachable");
 #if G4_MTP
   if (speculative) r = g4::GenerateSpeculative(*rt.model, *rt.assistant, prompt, opt, rt.draft_tokens, on_token);
   else
 #endif
     r = g4::Generate(*rt.model, prompt, opt, on_token);
-  if (G4_PROFILE) rt.backend->Profile(false);
+  if (G4_PROFILE) rt.backend->Profile(g4::Backend::ProfileMode::kOff);
   if (!r.ok()) return r.status();
   std::string tail = text ? text->Flush() : "";
   if (!tail.empty()) g4_host_token(-1, tail.data(), static_cast<uint32_t>(tail.size()));

@@ -207,16 +207,18 @@ test('profile builds report a versioned profile per request; reset clears its ge
   assert.equal(text, referenceText(messages[0].content, N).text);
   await g.reset();
   const before = g.stats().profile;
-  assert.equal(before.schema_version, 2);
+  assert.equal(before.schema_version, 3);
   assert.equal(before.generation, 0);
   await g.chat.completions.create({ messages, max_tokens: 4, temperature: 0 });
   await g.chat.completions.create({ messages, max_tokens: 4, temperature: 0 });
   const p = g.stats().profile;
-  assert.equal(p.schema_version, 2);
+  assert.equal(p.schema_version, 3);
   assert.equal(p.generation, 2);
-  // Lavapipe offers timestamp queries, so the profile has figures here.
+  // Lavapipe offers timestamp queries, so the profile has figures here: kernel by kernel.
   assert.equal(p.supported, true);
+  assert.equal(p.mode, 'kernels');
   assert.equal(p.fresh, true);
+  assert.deepEqual(p.passes, { ms: 0, count: 0, dispatches: 0 });
   assert.ok(p.total_kernel_ms > 0);
   assert.ok(Object.keys(p.ops).length > 3);
   assert.ok(Object.values(p.ops).every((o) => o.calls > 0 && o.ms >= 0));
@@ -236,7 +238,8 @@ test('profile builds report a versioned profile per request; reset clears its ge
   // Wall builds say they have no profile.
   const wall = await createGemma4();
   assert.equal(wall.stats().profile.supported, false);
-  assert.equal(wall.stats().profile.schema_version, 2);
+  assert.equal(wall.stats().profile.schema_version, 3);
+  assert.equal(wall.stats().profile.passes.count, 0);
 });
 
 // A device whose n-th buffer allocation reports out-of-memory through its error scope, as a

@@ -2,11 +2,11 @@
 // submit runs every dispatch, in order, each with its own parameters, and a read handed over with
 // the list (its copy in the last submit) or after it sees all of their work; reads reuse their
 // staging buffers, and the bridge destroys them when disposed; a profile sums each kernel's time
-// per dispatch size.
+// per dispatch size, or times each submit's pass whole.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { create, globals } from 'webgpu';
-import { createGpuImports } from '../../web/gpu_bridge.mjs';
+import { createGpuImports, PROFILE_KERNELS, PROFILE_PASSES } from '../../web/gpu_bridge.mjs';
 
 Object.assign(globalThis, globals);
 const gpu = create([]);  // kept referenced for the life of the process
@@ -124,7 +124,7 @@ test('reads reuse their staging buffers, each seeing its own data; dispose destr
 
 test('a profile sums each kernel per dispatch size (workgroups x times y)', async () => {
   await withBridge(async ({ bridge, read, mem, pending }) => {
-    bridge.profile(1);
+    bridge.profile(PROFILE_KERNELS);
     const sizes = [[1, 1], [3, 1], [2, 2], [3, 1], [1, 1], [1, 1], [1, 3]];
     const words = new Uint32Array(mem.buffer, 8192, 9 * sizes.length);
     sizes.forEach(([x, y], i) => words.set([1, 0, 0, 0, 0, x, y, 1, i], 9 * i));
@@ -134,13 +134,45 @@ test('a profile sums each kernel per dispatch size (workgroups x times y)', asyn
     const length = await pending.promise;
     assert.ok(length > 0, 'the profile did not fit');
     const p = JSON.parse(new TextDecoder().decode(new Uint8Array(mem.buffer, 16384, length)));
-    assert.equal(p.schema_version, 2);
+    assert.equal(p.schema_version, 3);
     assert.equal(p.supported, true, 'the adapter has no timestamp queries (lavapipe has)');
+    assert.equal(p.mode, 'kernels');
     assert.equal(p.fresh, true);
+    assert.deepEqual(p.passes, { ms: 0, count: 0, dispatches: 0 });
     assert.equal(p.ops.fold.calls, 7);
     const calls = Object.fromEntries(Object.entries(p.ops.fold.by_workgroups).map(([g, d]) => [g, d.calls]));
     assert.deepEqual(calls, { 1: 3, 3: 3, 4: 1 });
     const ms = Object.values(p.ops.fold.by_workgroups).reduce((sum, d) => sum + d.ms, 0);
     assert.ok(Math.abs(ms - p.ops.fold.ms) <= 1e-9 + 1e-9 * p.ops.fold.ms);
+  });
+});
+
+test('a profile of passes times each submit whole and counts its dispatches', async () => {
+  await withBridge(async ({ bridge, read, mem, pending }) => {
+    const readProfile = async () => {
+      bridge.profile_read(16384, 16384);
+      const length = await pending.promise;
+      assert.ok(length > 0, 'the profile did not fit');
+      return JSON.parse(new TextDecoder().decode(new Uint8Array(mem.buffer, 16384, length)));
+    };
+    // 7 dispatches, then 3 more in a second command list: two submits.
+    const words = new Uint32Array(mem.buffer, 8192, 9 * 7);
+    for (let i = 0; i < 7; i++) words.set([1, 0, 0, 0, 0, 1, 1, 1, i], 9 * i);
+    bridge.profile(PROFILE_KERNELS);
+    await read(9);
+    bridge.profile(PROFILE_PASSES);  // starts afresh: the kernel just timed is not in it
+    await read(words.length);
+    await read(27);
+    bridge.profile(0);
+    await read(27);  // not profiled
+    const p = await readProfile();
+    assert.equal(p.schema_version, 3);
+    assert.equal(p.mode, 'passes');
+    assert.equal(p.fresh, true);
+    assert.deepEqual(p.ops, {}, 'no kernel is timed on its own');
+    assert.equal(p.total_kernel_ms, 0);
+    assert.equal(p.passes.count, 2);
+    assert.equal(p.passes.dispatches, 10);
+    assert.ok(p.passes.ms > 0, `passes took ${p.passes.ms} ms`);
   });
 });

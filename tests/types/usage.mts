@@ -26,6 +26,8 @@ export async function use(): Promise<string> {
   const plain = await createGemma4({ worker: true });
   plain.terminate?.();
   const prof = await createGemma4MtpProfile();
+  const mode: 'kernels' | 'passes' = prof.stats().profile.mode;
+  console.log(mode, prof.stats().profile.passes.ms, prof.stats().profile.passes.dispatches);
   for (const [name, op] of Object.entries(prof.stats().profile.ops)) {
     for (const [groups, size] of Object.entries(op.by_workgroups)) console.log(name, groups, size.ms, size.calls);
   }

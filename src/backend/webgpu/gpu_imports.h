@@ -26,8 +26,9 @@ uint32_t g4_gpu_read_start(const uint32_t* words, uint32_t count, uint32_t buffe
 G4_GPU_IMPORT(read_finish) uint32_t g4_gpu_read_finish(uint32_t ticket, void* dst, uint32_t size);
 // Forgets a started read that will not be finished.
 G4_GPU_IMPORT(read_cancel) void g4_gpu_read_cancel(uint32_t ticket);
-// Kernel timing with timestamp queries, where the adapter has them: 1 starts afresh, 0 stops.
-G4_GPU_IMPORT(profile) void g4_gpu_profile(uint32_t on);
+// GPU timing with timestamp queries, where the adapter has them: 1 starts timing each dispatch
+// (a pass each), 2 each submit's pass whole, afresh; 0 stops (Backend::ProfileMode).
+G4_GPU_IMPORT(profile) void g4_gpu_profile(uint32_t mode);
 // The profile so far as JSON (see web/gpu_bridge.mjs) into dst; returns its length, 0 if it does
 // not fit. Suspends the caller (asyncify) until every timed submit is summed.
 G4_GPU_IMPORT(profile_read) uint32_t g4_gpu_profile_read(char* dst, uint32_t cap);

@@ -365,9 +365,9 @@ class WebGpuBackend final : public Backend {
 
   // --- measurement
   uint64_t dispatches() const override { return dispatches_; }
-  void Profile(bool on) override {
+  void Profile(ProfileMode mode) override {
     Flush();
-    g4_gpu_profile(on ? 1 : 0);
+    g4_gpu_profile(static_cast<uint32_t>(mode));
   }
   Result<std::string> ProfileJson() override {
     Flush();
