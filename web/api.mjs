@@ -13,7 +13,11 @@ import { workerClient } from './worker.mjs';
 import { dawnToggles } from './dawn_toggles.mjs';
 import { PROFILE_SCHEMA_VERSION } from './gpu_bridge.mjs';
 
-const NO_PASSES = Object.freeze({ ms: 0, count: 0, dispatches: 0 });
+// The profile before any profiled request (or in a build without profiling, with its reason).
+function emptyProfile(supported, reason = undefined) {
+  return { schema_version: PROFILE_SCHEMA_VERSION, supported, mode: 'kernels', fresh: false, generation: 0,
+           total_kernel_ms: 0, ops: {}, passes: { ms: 0, count: 0, dispatches: 0 }, ...(reason ? { reason } : {}) };
+}
 
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
 // Whether a device this runtime requests comes from Dawn's `webgpu` package (Node without navigator.gpu).
@@ -456,10 +460,8 @@ class Runtime {
   stats() {
     const c = this.#counters;
     const profile = this.#build.profile
-      ? (this.#profile ?? { schema_version: PROFILE_SCHEMA_VERSION, supported: !!this.#device?.features.has('timestamp-query'),
-                            mode: 'kernels', fresh: false, generation: 0, total_kernel_ms: 0, ops: {}, passes: NO_PASSES })
-      : { schema_version: PROFILE_SCHEMA_VERSION, supported: false, mode: 'kernels', fresh: false, generation: 0,
-          total_kernel_ms: 0, ops: {}, passes: NO_PASSES, reason: 'wall build: no profiling' };
+      ? (this.#profile ?? emptyProfile(!!this.#device?.features.has('timestamp-query')))
+      : emptyProfile(false, 'wall build: no profiling');
     return {
       build: this.build,
       loaded: !!this.#rt,

@@ -1,7 +1,10 @@
 // Every backend op on the WebGPU backend against the CPU reference, both inside the WebAssembly
 // module: random inputs of odd sizes, NMSE per op against a per-op bound. Prints one JSON line per
-// case and exits non-zero when any case fails (an argument: only the cases whose names contain it).
+// case and exits non-zero when any case fails (an argument: only the cases whose names contain it;
+// --types=BF16,Q4: of the cases over a weight type, only those of these types; --skip=S: not the
+// cases whose names contain S).
 // Run by tests/js/webgpu_ops.test.mjs.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -70,6 +73,30 @@ struct Side {
 
 int failures = 0;
 std::string only;  // run only the cases whose names contain this (the first argument), when set
+// --types=A,B: of the cases whose names name a weight type (a part between underscores: F32,
+// F16, BF16, Q8, Q4), run only those of these types.
+std::vector<std::string> types;
+std::vector<std::string> skipped;  // --skip=S (any number): not the cases whose names contain S
+
+bool Selected(const std::string& name) {
+  if (!only.empty() && name.find(only) == std::string::npos) return false;
+  for (const std::string& s : skipped) {
+    if (name.find(s) != std::string::npos) return false;
+  }
+  if (types.empty()) return true;
+  bool typed = false;
+  for (size_t start = 0; start <= name.size();) {
+    const size_t end = std::min(name.find('_', start), name.size());
+    const std::string part = name.substr(start, end - start);
+    for (const char* t : {"F32", "F16", "BF16", "Q8", "Q4"}) {
+      if (part != t) continue;
+      typed = true;
+      if (std::find(types.begin(), types.end(), part) != types.end()) return true;
+    }
+    start = end + 1;
+  }
+  return !typed;
+}
 
 void Check(const std::string& name, const std::vector<float>& got, const std::vector<float>& want, double bound) {
   double num = 0, den = 0;
@@ -81,12 +108,13 @@ void Check(const std::string& name, const std::vector<float>& got, const std::ve
   const bool ok = nmse <= bound && got.size() == want.size();
   if (!ok) ++failures;
   std::printf("{\"op\": \"%s\", \"nmse\": %.3g, \"bound\": %.3g, \"norm\": %.3g, \"ok\": %s}\n", name.c_str(), nmse, bound, den, ok ? "true" : "false");
+  std::fflush(stdout);  // a case a line as it ends, so that a run cut short shows how far it got
 }
 
 // Runs `body` on both backends with the same random draws; compares what it returns.
 void Case(const std::string& name, Backend& gpu, Backend& cpu, double bound,
           const std::function<std::vector<float>(Side&)>& body) {
-  if (!only.empty() && name.find(only) == std::string::npos) return;
+  if (!Selected(name)) return;
   const auto state = rng;
   Side g{&gpu, {}, {}}, c{&cpu, {}, {}};
   const auto got = body(g);
@@ -733,7 +761,20 @@ void RunAll(Backend& gpu, Backend& cpu) {
 }  // namespace g4
 
 extern "C" __attribute__((export_name("g4_main"))) int g4_main(int argc, char** argv) {
-  if (argc > 1) g4::only = argv[1];
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--types=", 0) == 0) {
+      for (size_t start = 8; start <= arg.size();) {
+        const size_t end = std::min(arg.find(',', start), arg.size());
+        g4::types.push_back(arg.substr(start, end - start));
+        start = end + 1;
+      }
+    } else if (arg.rfind("--skip=", 0) == 0) {
+      g4::skipped.push_back(arg.substr(7));
+    } else {
+      g4::only = arg;
+    }
+  }
   auto gpu = g4::MakeWebGpuBackend(64ull << 20);
   if (!gpu.ok()) {
     std::fprintf(stderr, "%s\n", gpu.status().message().c_str());

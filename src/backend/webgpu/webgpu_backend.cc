@@ -748,10 +748,12 @@ class WebGpuBackend final : public Backend {
   static uint32_t At(F32 t) { return t.buffer ? U(ArenaOffset(*t.buffer) / 4 + t.offset) : U(t.offset); }
 
   void Fill(F32 out, size_t count, float v) { Elementwise(4, count, out, out, out, v); }
-  // Kernels over up to 8 rows are compiled for their exact row count: on the H200, E2B's 3-token
-  // verification took 5.11 ms compiled for 3 rows against 5.31 for 4 (each row costs the team
-  // sums at the end, and registers, whether it is there or not).
-  static int RowsVariant(int rows) { return std::clamp(rows, 1, 8); }
+  // Kernels over 1 to 4 rows are compiled for their exact row count: on the H200, E2B's 3-token
+  // verification (K = 2) took 5.11 ms compiled for 3 rows against 5.31 for 4 (each row costs the
+  // team sums at the end, and registers, whether it is there or not). 5 to 8 rows (K of 4 to 7,
+  // short prompts) share the 8-row kernels: every variant is compiled where it is first used, and
+  // an 8-row kernel takes tens of seconds to compile on a CPU device.
+  static int RowsVariant(int rows) { return rows <= 4 ? std::max(rows, 1) : 8; }
   static size_t Bindings(const Weight& w) { return static_cast<const WeightBuffer*>(w.buffer)->chunks(); }
   // A 16-bit matrix in one binding whose rows are whole 16-byte words: the wide kernels read it.
   static bool Wide(const Weight& w) {

@@ -2,7 +2,7 @@
 // binding, an input offset a multiple of 4: each lane takes whole words of values of both, four of
 // each in flight, applies each word's scale once, and reads the inputs as vec4s, as matvec_q.wgsl
 // does for one matrix. h = rmsnorm(in) * W3. P: out, in, rows, out_features, in_features, eps.
-// ROWS (1 to 8) is fixed when compiled; PRE (residual_add.wgsl, its norm in W4) joins a
+// ROWS (1 to 4, or 8) is fixed when compiled; PRE (residual_add.wgsl, its norm in W4) joins a
 // residual into the input first.
 const ROWS = VARIANTu;
 

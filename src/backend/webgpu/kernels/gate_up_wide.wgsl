@@ -1,7 +1,7 @@
 // gate_up.wgsl for 16-bit gate (W1) and up (W2) matrices in one binding each, rows of a multiple
 // of 8, an input offset a multiple of 4: each lane loads 16-byte words (eight weights) of both,
 // two of each in flight, and the inputs as vec4s, as matvec_wide.wgsl does for one matrix. h = rmsnorm(in) * W3. P: out, in, rows, out_features,
-// in_features, eps. ROWS (1 to 8) is fixed when compiled; PRE (residual_add.wgsl, its norm in
+// in_features, eps. ROWS (1 to 4, or 8) is fixed when compiled; PRE (residual_add.wgsl, its norm in
 // W4) joins a residual into the input first.
 const ROWS = VARIANTu;
 

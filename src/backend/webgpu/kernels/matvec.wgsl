@@ -1,7 +1,7 @@
 // out[r, o] = sum_i in[r, i] * w[o, i] for a few rows (decode, verification): the weight matrix is
 // read once for all of them. Eight teams of 32 threads per workgroup, a team per output feature,
 // reading the weights two elements per 32-bit word when the rows have an even length.
-// P: out, in, rows, out_features, in_features, eps, mul, mul_stride. ROWS (1 to 8) is fixed
+// P: out, in, rows, out_features, in_features, eps, mul, mul_stride. ROWS (1 to 4, or 8) is fixed
 // when compiled. GELU: out = gelu_tanh(product) * A[mul + r * mul_stride + o].
 // NORMED: the input is rms-normed with the weight W2 on the way in, out = (w . (in * W2)) * inv_rms(in),
 // the sum of squares gathered by the same loop (every team reads all of its rows' inputs).

@@ -3,7 +3,7 @@
 // words, as in matvec_wide.wgsl), each lane taking one whole word of values at a time (four in
 // flight) and applying its group's scale once.
 // P: out, in, rows, out_features, in_features, eps, mul, mul_stride (GELU as in matvec.wgsl). ROWS
-// (1 to 8), TEAMS (1, 2, 4 or 8) and quant.wgsl's BITS are fixed when compiled; NORMED as in
+// (1 to 4, or 8), TEAMS (1, 2, 4 or 8) and quant.wgsl's BITS are fixed when compiled; NORMED as in
 // matvec.wgsl (the input rms-normed with the weight W2 on the way in); PRE (with VEC_IN;
 // residual_add.wgsl, its norm in W3, or W4 with TWO) joins a residual into the input first. TWO:
 // output features from P7 on come from a second matrix of the same width and type, W3, and go to
@@ -106,11 +106,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   let v = teams_finish(lid.x, team, lane, slice, o, acc, sq);
   if (lane == 0u && slice == 0u && o < outs) {
     for (var r = 0u; r < rows; r++) {
-      var at = pu(0u) + r * outs + o;
-      if (TWO) {
-        let first = pu(7u);
-        at = select(pu(0u) + r * first + o, pu(6u) + r * (outs - first) + row, second);
-      }
+      let at = teams_out_at(r, o, row, TWO, second);
       afset(at, v[r]);
     }
   }

@@ -3,7 +3,7 @@
 // in flight) and the matching inputs as two vec4s (the arena seen as vec4s). TEAMS teams of 32
 // threads per output feature, each over every TEAMS-th run of 32 words of the row (a long row, or
 // few output features, gets more of the GPU's threads), eight teams per workgroup. P: out, in,
-// rows, out_features, in_features, eps, mul, mul_stride. ROWS (1 to 8) and TEAMS (1, 2, 4
+// rows, out_features, in_features, eps, mul, mul_stride. ROWS (1 to 4, or 8) and TEAMS (1, 2, 4
 // or 8) are fixed when compiled; NORMED and GELU as in matvec.wgsl; PRE
 // (residual_add.wgsl, its norm in W3) joins a residual into the input first. TWO: output features
 // from P7 on come from a second matrix, W3, of the same width, and go to P6 (GELU off; PRE's norm
@@ -83,11 +83,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   let v = teams_finish(lid.x, team, lane, slice, o, acc, sq);
   if (lane == 0u && slice == 0u && o < outs) {
     for (var r = 0u; r < rows; r++) {
-      var at = pu(0u) + r * outs + o;
-      if (TWO) {
-        let first = pu(7u);
-        at = select(pu(0u) + r * first + o, pu(6u) + r * (outs - first) + row, second);
-      }
+      let at = teams_out_at(r, o, row, TWO, second);
       A[at >> 2u][at & 3u] = v[r];
     }
   }

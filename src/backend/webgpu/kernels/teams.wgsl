@@ -43,3 +43,12 @@ fn teams_finish(local: u32, team: u32, lane: u32, slice: u32, o: u32, acc: array
   }
   return out;
 }
+
+// Where row r of output feature o goes. two: products over two matrices (TWO), the first's P7
+// features row after row at P0, the second's (second: o past them, feature `row` of it) at P6.
+fn teams_out_at(r: u32, o: u32, row: u32, two: bool, second: bool) -> u32 {
+  let outs = pu(3u);
+  if (!two) { return pu(0u) + r * outs + o; }
+  let first = pu(7u);
+  return select(pu(0u) + r * first + o, pu(6u) + r * (outs - first) + row, second);
+}
