@@ -78,6 +78,16 @@ std::string only;  // run only the cases whose names contain this (the first arg
 std::vector<std::string> types;
 std::vector<std::string> skipped;  // --skip=S (any number): not the cases whose names contain S
 
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  for (size_t start = 0; start <= s.size();) {
+    const size_t end = std::min(s.find(sep, start), s.size());
+    parts.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
 bool Selected(const std::string& name) {
   if (!only.empty() && name.find(only) == std::string::npos) return false;
   for (const std::string& s : skipped) {
@@ -85,15 +95,10 @@ bool Selected(const std::string& name) {
   }
   if (types.empty()) return true;
   bool typed = false;
-  for (size_t start = 0; start <= name.size();) {
-    const size_t end = std::min(name.find('_', start), name.size());
-    const std::string part = name.substr(start, end - start);
-    for (const char* t : {"F32", "F16", "BF16", "Q8", "Q4"}) {
-      if (part != t) continue;
-      typed = true;
-      if (std::find(types.begin(), types.end(), part) != types.end()) return true;
-    }
-    start = end + 1;
+  for (const std::string& part : Split(name, '_')) {
+    if (part != "F32" && part != "F16" && part != "BF16" && part != "Q8" && part != "Q4") continue;
+    typed = true;
+    if (std::find(types.begin(), types.end(), part) != types.end()) return true;
   }
   return !typed;
 }
@@ -764,11 +769,7 @@ extern "C" __attribute__((export_name("g4_main"))) int g4_main(int argc, char** 
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--types=", 0) == 0) {
-      for (size_t start = 8; start <= arg.size();) {
-        const size_t end = std::min(arg.find(',', start), arg.size());
-        g4::types.push_back(arg.substr(start, end - start));
-        start = end + 1;
-      }
+      g4::types = g4::Split(arg.substr(8), ',');
     } else if (arg.rfind("--skip=", 0) == 0) {
       g4::skipped.push_back(arg.substr(7));
     } else {
