@@ -10,7 +10,7 @@ import { createHttpServer } from './server.mjs';
 
 const USAGE = `usage: gemma4 serve --model DIR [--assistant DIR] [--tokenizer FILE] [--host 127.0.0.1] [--port 8080]
                     [--api-key KEY] [--context N] [--draft-tokens K] [--backend webgpu|cpu]
-                    [--max-queue N] [--max-body BYTES]`;
+                    [--max-queue N] [--max-body BYTES] [--gpu-validation on|off]`;
 
 const OPTIONS = {
   model: { type: 'string' }, assistant: { type: 'string' }, tokenizer: { type: 'string' },
@@ -107,9 +107,15 @@ export async function serveMain(argv, { gpuValidation = true } = {}) {
   if (!o.apiKey && !['127.0.0.1', 'localhost', '::1'].includes(o.host)) {
     err(`serving ${o.host} without --api-key: anyone who reaches it may use it`);
   }
+  // The first signal stops the server; with the handlers gone, a second one ends the process.
   const signal = await new Promise((ok) => {
-    process.once('SIGINT', () => ok('SIGINT'));
-    process.once('SIGTERM', () => ok('SIGTERM'));
+    const on = (name) => {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+      ok(name);
+    };
+    process.on('SIGINT', on);
+    process.on('SIGTERM', on);
   });
   err(`${signal}: stopping`);
   await http.shutdown();
