@@ -235,9 +235,9 @@ export function createHttpServer({ model, assistant = null, apiKey = null, maxQu
     if (req.method !== method) throw new HttpError(405, `${path} takes ${method}, not ${req.method}`, { code: 'method_not_allowed' });
     if (path === '/health') {
       const s = runtime?.stats();
-      return send(res, runtime ? 200 : 503, { status: closing ? 'shutting_down' : runtime ? 'ok' : 'loading', model,
-                                              busy: !!running, queued: waiting.length, requests: s?.requests ?? 0,
-                                              completion_tokens: s?.completion_tokens ?? 0 });
+      const status = closing ? 'shutting_down' : !runtime ? 'loading' : s.device_lost ? 'device_lost' : 'ok';
+      return send(res, status === 'ok' ? 200 : 503, { status, model, busy: !!running, queued: waiting.length,
+                                                      requests: s?.requests ?? 0, completion_tokens: s?.completion_tokens ?? 0 });
     }
     if (!runtime) throw new HttpError(503, 'the model is loading', { type: 'server_error', code: 'model_loading' });
     if (key) {

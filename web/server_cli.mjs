@@ -22,7 +22,8 @@ const OPTIONS = {
 
 class UsageError extends Error {}
 
-// An integer flag in [lo, hi] (bounds the runtime checks itself are left to it: Infinity here).
+// An integer flag of at least lo (and at most hi where the server bounds it; the runtime checks
+// the ranges of its own options).
 function integer(values, name, lo, hi = Infinity) {
   const text = values[name];
   if (text === undefined) return undefined;
