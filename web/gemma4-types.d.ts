@@ -62,7 +62,10 @@ export interface ChatMessage {
 
 export interface CompletionRequest {
   model?: string;
-  messages: ChatMessage[];
+  /** The conversation, in the model's chat format; or else `prompt`. */
+  messages?: ChatMessage[];
+  /** Extension: a raw prompt instead of messages (the tokenizer's BOS, then the text; no chat format). */
+  prompt?: string;
   stream?: boolean;
   /** Default: the rest of the context. */
   max_tokens?: number;
