@@ -10,9 +10,11 @@ and the centroid-masked head."""
 import hashlib
 import json
 import os
+import sys
 
 import torch
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 S, F = "sliding_attention", "full_attention"
 EOS_IDS = [1, 106]
 
@@ -48,21 +50,23 @@ def write_json(path, obj):
         f.write("\n")
 
 
-def save_checkpoint(model, out, drop=("lm_head.weight",)):
+def save_checkpoint(model, out):
     """config.json (without the transformers version) and model.safetensors in bf16 (integer
-    tensors as they are); returns the tensor names."""
-    from safetensors.torch import save_file
-    os.makedirs(out, exist_ok=True)
-    model.config.save_pretrained(out)
-    path = os.path.join(out, "config.json")
-    with open(path) as f:
-        cj = json.load(f)
-    cj.pop("transformers_version", None)
-    write_json(path, cj)
-    sd = {k: v.detach().cpu() for k, v in model.state_dict().items() if k not in drop}
-    sd = {k: (v.to(torch.bfloat16) if v.is_floating_point() else v).contiguous() for k, v in sd.items()}
-    save_file(sd, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
-    return sorted(sd)
+    tensors as they are, the tied LM head left out), as tools/reference saves its assistants;
+    returns the tensor names."""
+    sys.path.insert(0, os.path.join(ROOT, "tools", "reference"))
+    from make_assistant_goldens import save_assistant
+    return save_assistant(model, out)
+
+
+def reload(cls, out, device, attn):
+    """The checkpoint in `out` as transformers' `cls` reads it (float32, on `device`); an error
+    unless every tensor but the tied LM head was found and none was left over."""
+    model, info = cls.from_pretrained(out, dtype=torch.float32, attn_implementation=attn, output_loading_info=True)
+    missing = [k for k in info["missing_keys"] if k != "lm_head.weight"]
+    if missing or info["unexpected_keys"]:
+        raise SystemExit(f"{out}: reloads with missing {missing} / unexpected {info['unexpected_keys']}")
+    return model.to(device).eval()
 
 
 def write_generation_config(out):
@@ -76,6 +80,14 @@ def lr_at(progress, peak, warmup=0.03, floor=0.1):
         return peak * progress / warmup
     p = min(1.0, (progress - warmup) / (1.0 - warmup))
     return peak * (floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * p)))
+
+
+def optimizer_step(loss, model, opt, clip=1.0):
+    """Backward, gradient clipping, the update, and the gradients cleared."""
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
 
 
 def param_groups(model, weight_decay):

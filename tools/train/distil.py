@@ -323,10 +323,7 @@ def main(argv=None):
                 loss_sum = loss_sum + (per * valid).sum()
                 count += int(valid.sum())
             loss = loss_sum / count
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(a.parameters(), 1.0)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        common.optimizer_step(loss, a, opt)
         run_loss += loss.detach()
         step += 1
     seconds = time.time() - start
@@ -335,12 +332,7 @@ def main(argv=None):
     shutil.rmtree(out, ignore_errors=True)
     keys = common.save_checkpoint(a, out)
     from transformers import Gemma4AssistantForCausalLM
-    loaded, info = Gemma4AssistantForCausalLM.from_pretrained(out, dtype=torch.float32, attn_implementation="sdpa",
-                                                              output_loading_info=True)
-    missing = [k for k in info["missing_keys"] if k != "lm_head.weight"]
-    if missing or info["unexpected_keys"]:
-        raise SystemExit(f"{out}: reloads with missing {missing} / unexpected {info['unexpected_keys']}")
-    loaded = loaded.to(device).eval()
+    loaded = common.reload(Gemma4AssistantForCausalLM, out, device, "sdpa")
     final = acceptance(loaded, target, val_pool, args.prompt, masks, device)
     print(f"{out}: saved ({len(keys)} tensors); reloaded, held-out greedy sequences: {json.dumps(final)}", flush=True)
     report = {"parameters": n_params, "steps": step, "seconds": round(seconds, 1), "batch": args.batch,

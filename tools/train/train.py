@@ -147,10 +147,7 @@ def main(argv=None):
         x = torch.from_numpy(rows).long().to(device, non_blocking=True)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
             loss = lm_loss(model, x)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        common.optimizer_step(loss, model, opt)
         run_loss += loss.detach()
         step += 1
         seen += int((rows != data.PAD).sum())
@@ -171,12 +168,7 @@ def main(argv=None):
     shutil.copy(tok_path, os.path.join(out, "tokenizer.json"))
     # The files as transformers reads them back: same tensors, same loss.
     from transformers import Gemma4ForCausalLM
-    loaded, info = Gemma4ForCausalLM.from_pretrained(out, dtype=torch.float32, attn_implementation="eager",
-                                                     output_loading_info=True)
-    missing = [k for k in info["missing_keys"] if k != "lm_head.weight"]
-    if missing or info["unexpected_keys"]:
-        raise SystemExit(f"{out}: reloads with missing {missing} / unexpected {info['unexpected_keys']}")
-    loaded = loaded.to(device).eval()
+    loaded = common.reload(Gemma4ForCausalLM, out, device, "eager")
     reloaded_val = mean_loss(loaded, val_plain, device)
     samples = {p: greedy_text(loaded, tok, p, 40, device) for p in ("The people of this country", "In the coming year, we will")}
     for p, s in samples.items():
