@@ -19,13 +19,16 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// (target dir, assistant dir) pairs: every assistant_* folder beside a golden target.
-std::vector<std::pair<std::string, std::string>> Pairs() {
+// (target dir, assistant dir) pairs: every assistant_* folder beside a golden target and, with
+// `trained`, every `assistant` folder too (the trained demo pair: its goldens are checked, while
+// the properties that hold for any pair are tested on the small reference pairs, which run fast).
+std::vector<std::pair<std::string, std::string>> Pairs(bool trained) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const std::string& dir : test::GoldenModelDirs()) {
     std::vector<std::string> found;
     for (const auto& e : fs::directory_iterator(dir)) {
-      if (e.is_directory() && e.path().filename().string().rfind("assistant_", 0) == 0 &&
+      const std::string name = e.path().filename().string();
+      if (e.is_directory() && (name.rfind("assistant_", 0) == 0 || (trained && name == "assistant")) &&
           fs::exists(e.path() / "golden.json")) {
         found.push_back(e.path().string());
       }
@@ -85,7 +88,10 @@ class AssistantTest : public ::testing::TestWithParam<std::pair<std::string, std
   json golden_;
 };
 
-TEST_P(AssistantTest, DraftStepsMatchReference) {
+// The tests against the reference's numbers, for every pair.
+class AssistantGoldenTest : public AssistantTest {};
+
+TEST_P(AssistantGoldenTest, DraftStepsMatchReference) {
   const int H = target_->config().hidden;
   auto s1 = be_->Allocate(H * 4), s2 = be_->Allocate(H * 4), s3 = be_->Allocate(H * 4);
   ASSERT_TRUE(s1.ok() && s2.ok() && s3.ok());
@@ -108,7 +114,7 @@ TEST_P(AssistantTest, DraftStepsMatchReference) {
   }
 }
 
-TEST_P(AssistantTest, RoundsMatchReference) {
+TEST_P(AssistantGoldenTest, RoundsMatchReference) {
   for (const auto& trace : golden_["traces"]) {
     const auto prompt = trace["prompt_ids"].get<std::vector<int32_t>>();
     for (int k : {2, 4}) {
@@ -212,7 +218,8 @@ std::string PairName(const ::testing::TestParamInfo<std::pair<std::string, std::
   return n + "_" + std::to_string(info.index);
 }
 
-INSTANTIATE_TEST_SUITE_P(Pairs, AssistantTest, ::testing::ValuesIn(Pairs()), PairName);
+INSTANTIATE_TEST_SUITE_P(Pairs, AssistantGoldenTest, ::testing::ValuesIn(Pairs(true)), PairName);
+INSTANTIATE_TEST_SUITE_P(Pairs, AssistantTest, ::testing::ValuesIn(Pairs(false)), PairName);
 
 TEST(AssistantLoad, MismatchIsAnErrorAndTheTargetStaysUsable) {
   auto be = MakeCpuBackend();
