@@ -34,7 +34,8 @@ Result<std::unique_ptr<Backend>> MakeBackend(const Args& a, int64_t positions, i
 int RunGenerate(const std::vector<std::string>& argv) {
   auto parsed = Args::Parse(argv,
                             {"model", "prompt-ids", "prompt", "max-new-tokens", "temperature", "top-k", "top-p",
-                             "seed", "backend", "top-logits", "threads", "tokenizer", "assistant", "draft-tokens"},
+                             "seed", "backend", "top-logits", "threads", "tokenizer", "assistant", "draft-tokens",
+                             "draft-policy"},
                             {"json", "chat"});
   if (!parsed.ok()) return Fail(parsed.status());
   const Args& a = *parsed;
@@ -78,9 +79,13 @@ int RunGenerate(const std::vector<std::string>& argv) {
   auto seed = a.GetInt("seed", 0, 0, (1ll << 62));
   auto top_logits = a.GetInt("top-logits", 0, 0, 1 << 20);
   auto draft_tokens = a.GetInt("draft-tokens", 2, 1, kMaxDraftTokens);
-  if (a.Has("draft-tokens") && !a.Has("assistant")) {
-    return Fail(InvalidArgument("generate: --draft-tokens goes with --assistant DIR"));
+  for (const char* flag : {"draft-tokens", "draft-policy"}) {
+    if (a.Has(flag) && !a.Has("assistant")) {
+      return Fail(InvalidArgument(std::string("generate: --") + flag + " goes with --assistant DIR"));
+    }
   }
+  auto draft_policy = ParseDraftPolicy(a.Get("draft-policy", "adaptive"), "--draft-policy");
+  if (!draft_policy.ok()) return Fail(draft_policy.status());
   for (const Status* s : {&max_new.status(), &temperature.status(), &top_k.status(),
                           &top_p.status(), &seed.status(), &top_logits.status(), &draft_tokens.status()}) {
     if (!s->ok()) return Fail(*s);
@@ -117,7 +122,8 @@ int RunGenerate(const std::vector<std::string>& argv) {
     }
     std::fflush(stdout);
   };
-  auto result = assistant ? GenerateSpeculative(**model, *assistant, prompt, opt, static_cast<int>(*draft_tokens), on_token)
+  const SpeculativeOptions speculative{static_cast<int>(*draft_tokens), *draft_policy};
+  auto result = assistant ? GenerateSpeculative(**model, *assistant, prompt, opt, speculative, on_token)
                           : Generate(**model, prompt, opt, on_token);
   if (stream && !json_out) std::printf("%s\n", stream->Flush().c_str());
   if (!result.ok()) return Fail(result.status());
@@ -149,6 +155,10 @@ int RunGenerate(const std::vector<std::string>& argv) {
     if (assistant) {
       std::fprintf(stderr, "speculative: %d rounds, %d drafted, %d accepted (%.1f%%), %.2f tokens per round\n", st.rounds,
                    st.drafted, st.accepted, 100.0 * st.acceptance_rate(), st.tokens_per_round());
+      std::string per_k;
+      for (size_t k = 0; k < st.rounds_per_k.size(); ++k) per_k += " K=" + std::to_string(k) + ": " + std::to_string(st.rounds_per_k[k]);
+      std::fprintf(stderr, "rounds by drafts (%s policy, K=0: plain steps):%s\n", DraftPolicyName(*draft_policy),
+                   per_k.c_str());
     }
   }
   return 0;
