@@ -386,12 +386,13 @@ int RunSynth(const std::vector<std::string>& argv) {
   if (!parsed.ok()) return Fail(parsed.status());
   const Args& a = *parsed;
   if (!a.Has("out")) return Fail(InvalidArgument("synth: --out DIR is required"));
-  auto layers = a.GetInt("layers", 0, 0, 1000);
+  auto layers = a.GetInt("layers", 0, 1, 1000);  // absent: the shape's real depth
   auto seed = a.GetInt("seed", 1, 0, 1ll << 62);
   if (!layers.ok()) return Fail(layers.status());
   if (!seed.ok()) return Fail(seed.status());
   const int64_t t0 = MonotonicMicros();
-  Status s = WriteSyntheticCheckpoint(a.Get("out"), a.Get("shape", "e2b"), static_cast<int>(*layers),
+  Status s = WriteSyntheticCheckpoint(a.Get("out"), a.Get("shape", "e2b"),
+                                      a.Has("layers") ? std::optional<int>(*layers) : std::nullopt,
                                       static_cast<uint64_t>(*seed));
   if (!s.ok()) return Fail(s);
   std::printf("wrote %s in %.1f s\n", a.Get("out").c_str(), (MonotonicMicros() - t0) / 1e6);
