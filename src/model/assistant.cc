@@ -45,13 +45,20 @@ Result<std::vector<DonorLink>> LinkDonors(const AssistantConfig& assistant, cons
 
 std::string DescribeDonors(const AssistantConfig& assistant, const std::vector<DonorLink>& links) {
   std::string out;
-  for (size_t i = 0; i < links.size() && i < assistant.text.layers.size(); ++i) {
+  for (size_t i = 0; i < assistant.text.layers.size(); ++i) {
     const LayerConfig& l = assistant.text.layers[i];
+    const char* type = l.type == AttentionType::kFull ? "full" : "sliding";
+    out += "assistant layer " + std::to_string(i) + ": " + type + " heads " + std::to_string(l.heads) + " head_dim " +
+           std::to_string(l.head_dim);
+    if (i >= links.size()) {
+      // Without the target: which of its layers, and their KV heads, are not known.
+      out += " reads the target's last " + std::string(type) + " layer with its own K/V, with that layer's KV heads " +
+             "(its config says " + std::to_string(l.kv_heads) + ", not used)\n";
+      continue;
+    }
     const DonorLink& d = links[i];
-    out += "assistant layer " + std::to_string(i) + ": " + (l.type == AttentionType::kFull ? "full" : "sliding") +
-           " heads " + std::to_string(l.heads) + " head_dim " + std::to_string(l.head_dim) + " reads target layer " +
-           std::to_string(d.layer) + " with " + std::to_string(d.kv_heads) + " KV head" + (d.kv_heads == 1 ? "" : "s") +
-           " (" + std::to_string(l.heads / d.kv_heads) + " query heads each)";
+    out += " reads target layer " + std::to_string(d.layer) + " with " + std::to_string(d.kv_heads) + " KV head" +
+           (d.kv_heads == 1 ? "" : "s") + " (" + std::to_string(l.heads / d.kv_heads) + " query heads each)";
     if (d.declared_kv_heads != d.kv_heads) {
       out += "; its config's " + std::to_string(d.declared_kv_heads) + " is not used";
     }

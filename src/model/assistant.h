@@ -25,7 +25,8 @@ struct DonorLink {
 // heads; the error names `source`, the assistant layer, the donor layer and both shapes.
 Result<std::vector<DonorLink>> LinkDonors(const AssistantConfig& assistant, const ModelConfig& target,
                                           const std::string& source);
-// One line per assistant layer: its shape, the target layer it reads and with how many KV heads.
+// One line per assistant layer: its shape, the target layer it reads and with how many KV heads
+// (`links` empty: described without a target).
 std::string DescribeDonors(const AssistantConfig& assistant, const std::vector<DonorLink>& links);
 
 class Assistant {
