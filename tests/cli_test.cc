@@ -88,6 +88,23 @@ TEST(Cli, BadInvocationsFailClearly) {
   EXPECT_EQ(r.code, 2);
 }
 
+// Each assistant layer: the target layer it reads and with how many KV heads (the donor's, not its
+// config's); an assistant folder alone says which kind of target layer.
+TEST(Cli, InspectNamesEachAssistantLayersDonor) {
+  const std::string m = test::TestData("models/moe_keqv");
+  CliRun r = Cli("inspect --model " + m + " --assistant " + m + "/assistant_kv2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("assistant layer 0: sliding heads 4 head_dim 16 reads target layer 4 with 2 KV heads"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("assistant layer 1: full heads 4 head_dim 32 reads target layer 5 with 1 KV head (4 query "
+                       "heads each); its config's 2 is not used"),
+            std::string::npos) << r.out;
+  r = Cli("inspect --model " + m + "/assistant_kv2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("assistant layer 1: full heads 4 head_dim 32 reads the target's last full layer with its own "
+                       "K/V"), std::string::npos) << r.out;
+}
+
 TEST(Cli, InspectPrintsConfigTensorsAndCache) {
   CliRun r = Cli("inspect --model " + test::TestData("models/ple_shared"));
   ASSERT_EQ(r.code, 0) << r.out;

@@ -165,14 +165,29 @@ int RunGenerate(const std::vector<std::string>& argv) {
 }
 
 int RunInspect(const std::vector<std::string>& argv) {
-  auto parsed = Args::Parse(argv, {"model", "context"}, {});
+  auto parsed = Args::Parse(argv, {"model", "context", "assistant"}, {});
   if (!parsed.ok()) return Fail(parsed.status());
   if (!parsed->Has("model")) return Fail(InvalidArgument("inspect: --model DIR is required"));
   auto context = parsed->GetInt("context", 4096, 1, 1ll << 24);
   if (!context.ok()) return Fail(context.status());
+  // An assistant folder alone: its layers, and what they read of a target.
+  const std::string config_path = JoinPath(parsed->Get("model"), "config.json");
+  if (auto text = ReadTextFile(config_path); text.ok() && text->find("\"gemma4_assistant\"") != std::string::npos) {
+    auto config = ParseAssistantConfig(*text, config_path);
+    if (!config.ok()) return Fail(config.status());
+    std::printf("MTP assistant for a target of hidden size %d (inspect --model TARGET --assistant DIR names the "
+                "target layers)\n%s", config->backbone_hidden, DescribeDonors(*config, {}).c_str());
+    return 0;
+  }
   auto backend = MakeCpuBackend();
   auto model = Model::Load(parsed->Get("model"), *backend);
   if (!model.ok()) return Fail(model.status());
+  std::unique_ptr<Assistant> assistant;
+  if (parsed->Has("assistant")) {
+    auto as = Assistant::Load(parsed->Get("assistant"), *backend, **model);
+    if (!as.ok()) return Fail(as.status());
+    assistant = std::move(as).value();
+  }
   const ModelConfig& c = (*model)->config();
   const LoadReport& r = (*model)->load_report();
   std::printf("%s", c.Describe().c_str());
@@ -192,6 +207,7 @@ int RunInspect(const std::vector<std::string>& argv) {
               "activations %.1f MB (prefill chunks of %d)\n",
               *context, static_cast<unsigned long long>(m.total()), mb(m.total()), mb(m.weights), mb(m.kv_cache),
               mb(m.activations), Model::kPrefillChunk);
+  if (assistant) std::printf("%s", DescribeDonors(assistant->config(), assistant->donors()).c_str());
   return 0;
 }
 
