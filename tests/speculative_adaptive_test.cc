@@ -91,6 +91,21 @@ TEST_F(AdaptiveTest, GreedyOutputEqualsPlainGreedy) {
   }
 }
 
+// Sampling: rounds of any K, each accepting by min(1, p/q), and plain steps drawing from the target.
+TEST_F(AdaptiveTest, SamplingRunsEveryKindOfRound) {
+  GenerateOptions o;
+  o.max_new_tokens = 80;
+  o.stop_ids = {-1};
+  o.sampler = SamplerOptions{1.0f, 8, 1.0f, 3};
+  for (Assistant* as : {good_.get(), useless_.get()}) {
+    auto r = GenerateSpeculative(*target_, *as, std::vector<int32_t>{2, 40, 41, 42}, o,
+                                 SpeculativeOptions{2, DraftPolicyKind::kAdaptive});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->tokens.size(), 80u);
+    ExpectConsistentCounters(*r, 2);
+  }
+}
+
 // Drafts never accepted: after the first rounds measure that, plain steps; now and then a probe.
 TEST_F(AdaptiveTest, UselessDraftsGiveWayToPlainSteps) {
   GenerateOptions o;
