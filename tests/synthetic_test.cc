@@ -29,6 +29,8 @@ struct Shape {
   bool moe, k_eq_v;
 };
 
+void PrintTo(const Shape& s, std::ostream* os) { *os << s.name; }
+
 class SyntheticShapeTest : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(SyntheticShapeTest, TargetAndAssistantFit) {
