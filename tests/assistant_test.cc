@@ -225,10 +225,17 @@ TEST(AssistantLoad, MismatchIsAnErrorAndTheTargetStaysUsable) {
   auto be = MakeCpuBackend();
   auto target = Model::Load(test::TestData("models/ple_shared"), *be);
   ASSERT_TRUE(target.ok());
-  // dense's assistant: hidden 64 like ple_shared, but two KV heads on its donor layers.
-  auto a = Assistant::Load(test::TestData("models/dense/assistant_plain"), *be, **target);
+  // A head dim other than the donor's: ple_shared's full layers have head_dim 32.
+  const std::string dir = test::MakeTempDir();
+  test::CopyCheckpoint(test::TestData("models/dense/assistant_plain"), dir);
+  std::string config = test::ReadFile(dir + "/config.json");
+  config.replace(config.find("\"head_dim\": 32"), 15, "\"head_dim\": 64");
+  test::WriteFile(dir + "/config.json", config);
+  auto a = Assistant::Load(dir, *be, **target);
   ASSERT_FALSE(a.ok());
-  EXPECT_NE(a.status().message().find("differ from the target's donor layer"), std::string::npos) << a.status().message();
+  EXPECT_NE(a.status().message().find("cannot attend over the target's donor layer 2"), std::string::npos)
+      << a.status().message();
+  fs::remove_all(dir);
   auto b = Assistant::Load(test::TestData("models/e2b_mini/assistant_centroid"), *be, **target);
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.status().message().find("backbone_hidden_size 128 differs from the target's hidden size 64"), std::string::npos)

@@ -88,6 +88,23 @@ TEST(Cli, BadInvocationsFailClearly) {
   EXPECT_EQ(r.code, 2);
 }
 
+// Each assistant layer: the target layer it reads and with how many KV heads (the donor's, not its
+// config's); an assistant folder alone says which kind of target layer.
+TEST(Cli, InspectNamesEachAssistantLayersDonor) {
+  const std::string m = test::TestData("models/moe_keqv");
+  CliRun r = Cli("inspect --model " + m + " --assistant " + m + "/assistant_kv2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("assistant layer 0: sliding heads 4 head_dim 16 reads target layer 4 with 2 KV heads"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("assistant layer 1: full heads 4 head_dim 32 reads target layer 5 with 1 KV head (4 query "
+                       "heads each); its config's 2 is not used"),
+            std::string::npos) << r.out;
+  r = Cli("inspect --model " + m + "/assistant_kv2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("assistant layer 1: full heads 4 head_dim 32 reads the target's last full layer with its own "
+                       "K/V"), std::string::npos) << r.out;
+}
+
 TEST(Cli, InspectPrintsConfigTensorsAndCache) {
   CliRun r = Cli("inspect --model " + test::TestData("models/ple_shared"));
   ASSERT_EQ(r.code, 0) << r.out;
@@ -220,7 +237,7 @@ TEST(Cli, SpeculativeGenerateReportsCountersAndKeepsTokens) {
   const std::string ids = IdList(trace["prompt_ids"]);
   const std::string base = "generate --model " + dir + " --prompt-ids " + ids + " --max-new-tokens 20 --json";
   CliRun plain = Cli(base);
-  CliRun spec = Cli(base + " --assistant " + dir + "/assistant_plain --draft-tokens 2");
+  CliRun spec = Cli(base + " --assistant " + dir + "/assistant_plain --draft-tokens 2 --draft-policy fixed");
   ASSERT_EQ(plain.code, 0) << plain.out;
   ASSERT_EQ(spec.code, 0) << spec.out;
   const auto p = nlohmann::json::parse(LastLine(plain.out)), s = nlohmann::json::parse(LastLine(spec.out));
@@ -243,6 +260,18 @@ TEST(Cli, SpeculativeGenerateReportsCountersAndKeepsTokens) {
   CliRun bad = Cli(base + " --assistant " + dir + "/assistant_plain --draft-tokens 9");
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.out.find("--draft-tokens"), std::string::npos) << bad.out;
+  // The adaptive policy (the default): the same tokens, its rounds counted by the drafts they made.
+  CliRun adaptive = Cli(base + " --assistant " + dir + "/assistant_plain");
+  ASSERT_EQ(adaptive.code, 0) << adaptive.out;
+  const auto a = nlohmann::json::parse(LastLine(adaptive.out));
+  EXPECT_EQ(a["tokens"], p["tokens"]);
+  const auto per_k = a["stats"]["rounds_per_k"].get<std::vector<int>>();
+  ASSERT_EQ(per_k.size(), 3u);
+  EXPECT_EQ(per_k[0] + per_k[1] + per_k[2], a["stats"]["rounds"].get<int>());
+  EXPECT_EQ(a["stats"]["drafted_per_round"].size(), a["stats"]["rounds"].get<size_t>());
+  CliRun policy = Cli(base + " --assistant " + dir + "/assistant_plain --draft-policy sometimes");
+  EXPECT_EQ(policy.code, 1);
+  EXPECT_NE(policy.out.find("--draft-policy: 'sometimes' is not one of adaptive, fixed"), std::string::npos) << policy.out;
   CliRun mismatch = Cli("generate --model " + test::TestData("models/e2b_mini") + " --prompt-ids 2 --assistant " + dir +
                         "/assistant_plain");
   EXPECT_EQ(mismatch.code, 1);

@@ -91,7 +91,7 @@ TEST(Config, ContainerLayoutReadsTextConfig) {
 
 TEST(Config, KvSharingSourcesAndDoubleWideMlp) {
   // E2B's real shape: the last 20 of 35 layers read layer 13 (sliding) or 14 (full).
-  auto text = SyntheticConfigJson("e2b", 0);
+  auto text = SyntheticConfigJson("e2b", std::nullopt);
   ASSERT_TRUE(text.ok());
   auto c = ParseModelConfig(*text, "e2b");
   ASSERT_TRUE(c.ok()) << c.status().message();

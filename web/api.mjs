@@ -33,7 +33,7 @@ export function checkKeys(what, obj, known) {
 }
 
 const FACTORY_OPTIONS = ['device', 'backend', 'wasm', 'worker', 'cache', 'log', 'gpuValidation'];
-const LOAD_OPTIONS = ['target', 'assistant', 'tokenizer', 'onProgress', 'contextLength', 'draftTokens'];
+const LOAD_OPTIONS = ['target', 'assistant', 'tokenizer', 'onProgress', 'contextLength', 'draftTokens', 'draftPolicy'];
 const CREATE_OPTIONS = ['model', 'messages', 'stream', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p',
                         'top_k', 'seed', 'stop', 'mtp', 'prompt'];
 
@@ -198,6 +198,10 @@ class Runtime {
     if (!Number.isInteger(draftTokens) || draftTokens < 1 || draftTokens > 8) {
       throw new TypeError('gemma4 load: draftTokens must be an integer in 1..8');
     }
+    const draftPolicy = args.draftPolicy ?? 'adaptive';
+    if (draftPolicy !== 'adaptive' && draftPolicy !== 'fixed') {
+      throw new TypeError("gemma4 load: draftPolicy must be 'adaptive' or 'fixed'");
+    }
     if (fresh) {
       await target.describe();
       await assistant?.describe();
@@ -224,7 +228,8 @@ class Runtime {
     this.#inst = inst;
     let rt = 0;
     try {
-      const request = { target: '/target', context, draft_tokens: draftTokens, backend: device ? 'webgpu' : 'cpu' };
+      const request = { target: '/target', context, draft_tokens: draftTokens, draft_policy: draftPolicy,
+                        backend: device ? 'webgpu' : 'cpu' };
       if (assistant) request.assistant = '/assistant';
       const [p, n] = inst.put(JSON.stringify(request));
       rt = await inst.call('g4_rt_create', p, n);
@@ -458,9 +463,10 @@ class Runtime {
       decode_tokens_per_s: s.decode_tokens_per_s,
       time_to_first_token_ms: job.firstTokenMs ?? 0,
       total_ms: performance.now() - job.started,
-      speculative: { enabled: answer.speculative, draft_tokens: this.#info.draft_tokens, rounds: s.rounds,
+      speculative: { enabled: answer.speculative, draft_tokens: this.#info.draft_tokens,
+                     draft_policy: this.#info.draft_policy, rounds: s.rounds,
                      drafted: s.drafted, accepted: s.accepted, acceptance_rate: s.drafted ? s.accepted / s.drafted : 0,
-                     accepted_per_position: s.accepted_per_position },
+                     accepted_per_position: s.accepted_per_position, rounds_per_k: s.rounds_per_k },
     };
     const c = this.#counters;
     c.requests++;

@@ -50,8 +50,11 @@ export interface LoadOptions {
   onProgress?: (p: LoadProgress) => void;
   /** Positions the K/V cache holds (default 4096). */
   contextLength?: number;
-  /** Drafts per speculative round, 1..8 (default 2). */
+  /** Drafts per speculative round at most, 1..8 (default 2). */
   draftTokens?: number;
+  /** 'adaptive' (default): each round drafts 0..draftTokens, as the acceptance and the costs
+   *  measured so far make pay; 'fixed': every round drafts draftTokens. */
+  draftPolicy?: 'adaptive' | 'fixed';
 }
 
 export interface ChatMessage {
@@ -91,6 +94,9 @@ export interface SpeculativeCounters {
   acceptance_rate: number;
   /** Rounds in which the draft at each position was accepted. */
   accepted_per_position: number[];
+  draft_policy: 'adaptive' | 'fixed';
+  /** Rounds by the drafts they made, 0..draft_tokens (0: plain steps). */
+  rounds_per_k: number[];
 }
 
 export interface Usage {

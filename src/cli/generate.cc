@@ -34,7 +34,8 @@ Result<std::unique_ptr<Backend>> MakeBackend(const Args& a, int64_t positions, i
 int RunGenerate(const std::vector<std::string>& argv) {
   auto parsed = Args::Parse(argv,
                             {"model", "prompt-ids", "prompt", "max-new-tokens", "temperature", "top-k", "top-p",
-                             "seed", "backend", "top-logits", "threads", "tokenizer", "assistant", "draft-tokens"},
+                             "seed", "backend", "top-logits", "threads", "tokenizer", "assistant", "draft-tokens",
+                             "draft-policy"},
                             {"json", "chat"});
   if (!parsed.ok()) return Fail(parsed.status());
   const Args& a = *parsed;
@@ -78,9 +79,13 @@ int RunGenerate(const std::vector<std::string>& argv) {
   auto seed = a.GetInt("seed", 0, 0, (1ll << 62));
   auto top_logits = a.GetInt("top-logits", 0, 0, 1 << 20);
   auto draft_tokens = a.GetInt("draft-tokens", 2, 1, kMaxDraftTokens);
-  if (a.Has("draft-tokens") && !a.Has("assistant")) {
-    return Fail(InvalidArgument("generate: --draft-tokens goes with --assistant DIR"));
+  for (const char* flag : {"draft-tokens", "draft-policy"}) {
+    if (a.Has(flag) && !a.Has("assistant")) {
+      return Fail(InvalidArgument(std::string("generate: --") + flag + " goes with --assistant DIR"));
+    }
   }
+  auto draft_policy = ParseDraftPolicy(a.Get("draft-policy", "adaptive"), "--draft-policy");
+  if (!draft_policy.ok()) return Fail(draft_policy.status());
   for (const Status* s : {&max_new.status(), &temperature.status(), &top_k.status(),
                           &top_p.status(), &seed.status(), &top_logits.status(), &draft_tokens.status()}) {
     if (!s->ok()) return Fail(*s);
@@ -117,7 +122,8 @@ int RunGenerate(const std::vector<std::string>& argv) {
     }
     std::fflush(stdout);
   };
-  auto result = assistant ? GenerateSpeculative(**model, *assistant, prompt, opt, static_cast<int>(*draft_tokens), on_token)
+  const SpeculativeOptions speculative{static_cast<int>(*draft_tokens), *draft_policy};
+  auto result = assistant ? GenerateSpeculative(**model, *assistant, prompt, opt, speculative, on_token)
                           : Generate(**model, prompt, opt, on_token);
   if (stream && !json_out) std::printf("%s\n", stream->Flush().c_str());
   if (!result.ok()) return Fail(result.status());
@@ -149,20 +155,39 @@ int RunGenerate(const std::vector<std::string>& argv) {
     if (assistant) {
       std::fprintf(stderr, "speculative: %d rounds, %d drafted, %d accepted (%.1f%%), %.2f tokens per round\n", st.rounds,
                    st.drafted, st.accepted, 100.0 * st.acceptance_rate(), st.tokens_per_round());
+      std::string per_k;
+      for (size_t k = 0; k < st.rounds_per_k.size(); ++k) per_k += " K=" + std::to_string(k) + ": " + std::to_string(st.rounds_per_k[k]);
+      std::fprintf(stderr, "rounds by drafts (%s policy, K=0: plain steps):%s\n", DraftPolicyName(*draft_policy),
+                   per_k.c_str());
     }
   }
   return 0;
 }
 
 int RunInspect(const std::vector<std::string>& argv) {
-  auto parsed = Args::Parse(argv, {"model", "context"}, {});
+  auto parsed = Args::Parse(argv, {"model", "context", "assistant"}, {});
   if (!parsed.ok()) return Fail(parsed.status());
   if (!parsed->Has("model")) return Fail(InvalidArgument("inspect: --model DIR is required"));
   auto context = parsed->GetInt("context", 4096, 1, 1ll << 24);
   if (!context.ok()) return Fail(context.status());
+  // An assistant folder alone: its layers, and what they read of a target.
+  const std::string config_path = JoinPath(parsed->Get("model"), "config.json");
+  if (auto text = ReadTextFile(config_path); text.ok() && text->find("\"gemma4_assistant\"") != std::string::npos) {
+    auto config = ParseAssistantConfig(*text, config_path);
+    if (!config.ok()) return Fail(config.status());
+    std::printf("MTP assistant for a target of hidden size %d (inspect --model TARGET --assistant DIR names the "
+                "target layers)\n%s", config->backbone_hidden, DescribeDonors(*config, {}).c_str());
+    return 0;
+  }
   auto backend = MakeCpuBackend();
   auto model = Model::Load(parsed->Get("model"), *backend);
   if (!model.ok()) return Fail(model.status());
+  std::unique_ptr<Assistant> assistant;
+  if (parsed->Has("assistant")) {
+    auto as = Assistant::Load(parsed->Get("assistant"), *backend, **model);
+    if (!as.ok()) return Fail(as.status());
+    assistant = std::move(as).value();
+  }
   const ModelConfig& c = (*model)->config();
   const LoadReport& r = (*model)->load_report();
   std::printf("%s", c.Describe().c_str());
@@ -182,6 +207,7 @@ int RunInspect(const std::vector<std::string>& argv) {
               "activations %.1f MB (prefill chunks of %d)\n",
               *context, static_cast<unsigned long long>(m.total()), mb(m.total()), mb(m.weights), mb(m.kv_cache),
               mb(m.activations), Model::kPrefillChunk);
+  if (assistant) std::printf("%s", DescribeDonors(assistant->config(), assistant->donors()).c_str());
   return 0;
 }
 

@@ -14,6 +14,59 @@ enum Slot { kIn2, kX, kH, kO, kF, kQ, kAttn, kGate, kUp, kLogits, kSelected, kTo
 
 }  // namespace
 
+Result<std::vector<DonorLink>> LinkDonors(const AssistantConfig& assistant, const ModelConfig& t,
+                                          const std::string& source) {
+  int donor_sliding = -1, donor_full = -1;
+  for (int i = 0; i < t.num_layers; ++i) {
+    if (t.layers[i].kv_shared) continue;
+    (t.layers[i].type == AttentionType::kFull ? donor_full : donor_sliding) = i;
+  }
+  std::vector<DonorLink> links;
+  const ModelConfig& a = assistant.text;
+  for (int i = 0; i < a.num_layers; ++i) {
+    const LayerConfig& l = a.layers[i];
+    const bool full = l.type == AttentionType::kFull;
+    const int donor = full ? donor_full : donor_sliding;
+    const std::string where = source + ": assistant layer " + std::to_string(i) + " (" + (full ? "full" : "sliding") + ")";
+    if (donor < 0) return InvalidArgument(where + ": the target has no layer of this type with its own K/V");
+    const LayerConfig& d = t.layers[donor];
+    if (l.head_dim != d.head_dim || l.heads % d.kv_heads) {
+      return InvalidArgument(where + ", " + std::to_string(l.heads) + " query heads of head_dim " +
+                             std::to_string(l.head_dim) + ", cannot attend over the target's donor layer " +
+                             std::to_string(donor) + ", " + std::to_string(d.kv_heads) + " KV heads of head_dim " +
+                             std::to_string(d.head_dim) + ": " +
+                             (l.head_dim != d.head_dim ? "the head dims differ"
+                                                       : "the query heads are not a multiple of the KV heads"));
+    }
+    links.push_back({donor, d.kv_heads, l.kv_heads});
+  }
+  return links;
+}
+
+std::string DescribeDonors(const AssistantConfig& assistant, const std::vector<DonorLink>& links) {
+  std::string out;
+  for (size_t i = 0; i < assistant.text.layers.size(); ++i) {
+    const LayerConfig& l = assistant.text.layers[i];
+    const char* type = l.type == AttentionType::kFull ? "full" : "sliding";
+    out += "assistant layer " + std::to_string(i) + ": " + type + " heads " + std::to_string(l.heads) + " head_dim " +
+           std::to_string(l.head_dim);
+    if (i >= links.size()) {
+      // Without the target: which of its layers, and their KV heads, are not known.
+      out += " reads the target's last " + std::string(type) + " layer with its own K/V, with that layer's KV heads " +
+             "(its config says " + std::to_string(l.kv_heads) + ", not used)\n";
+      continue;
+    }
+    const DonorLink& d = links[i];
+    out += " reads target layer " + std::to_string(d.layer) + " with " + std::to_string(d.kv_heads) + " KV head" +
+           (d.kv_heads == 1 ? "" : "s") + " (" + std::to_string(l.heads / d.kv_heads) + " query heads each)";
+    if (d.declared_kv_heads != d.kv_heads) {
+      out += "; its config's " + std::to_string(d.declared_kv_heads) + " is not used";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 int Assistant::SlidingKeep() const {
   int keep = 0;
   for (const auto& l : config_.text.layers) {
@@ -38,29 +91,15 @@ Result<std::unique_ptr<Assistant>> Assistant::Load(const std::string& dir, Backe
     return InvalidArgument(config_path + ": vocab_size " + std::to_string(a.vocab) + " differs from the target's " +
                            std::to_string(t.vocab));
   }
-  int donor_sliding = -1, donor_full = -1;
-  for (int i = 0; i < t.num_layers; ++i) {
-    if (t.layers[i].kv_shared) continue;
-    (t.layers[i].type == AttentionType::kFull ? donor_full : donor_sliding) = i;
-  }
-  for (int i = 0; i < a.num_layers; ++i) {
-    const LayerConfig& l = a.layers[i];
-    const bool full = l.type == AttentionType::kFull;
-    const int donor = full ? donor_full : donor_sliding;
-    const std::string where = config_path + ": layer " + std::to_string(i) + " (" + (full ? "full" : "sliding") + "): ";
-    if (donor < 0) return InvalidArgument(where + "the target has no layer of this type with its own K/V");
-    const LayerConfig& d = t.layers[donor];
-    if (l.head_dim != d.head_dim || l.kv_heads != d.kv_heads) {
-      return InvalidArgument(where + "head_dim " + std::to_string(l.head_dim) + " and " + std::to_string(l.kv_heads) +
-                             " KV heads differ from the target's donor layer " + std::to_string(donor) + " (" +
-                             std::to_string(d.head_dim) + ", " + std::to_string(d.kv_heads) + ")");
-    }
-  }
+  G4_ASSIGN_OR_RETURN(std::vector<DonorLink> links, LinkDonors(config, t, config_path));
+  for (size_t i = 0; i < links.size(); ++i) config.text.layers[i].kv_heads = links[i].kv_heads;
 
   G4_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> ckpt, Checkpoint::Open(dir));
   std::unique_ptr<Assistant> as(new Assistant(std::move(config), std::move(ckpt), backend, target));
-  as->donor_sliding_ = donor_sliding;
-  as->donor_full_ = donor_full;
+  for (size_t i = 0; i < links.size(); ++i) {
+    (as->config_.text.layers[i].type == AttentionType::kFull ? as->donor_full_ : as->donor_sliding_) = links[i].layer;
+  }
+  as->donors_ = std::move(links);
   const AssistantConfig& c = as->config_;
   const int h = c.text.hidden, hb = c.backbone_hidden;
   std::vector<WeightSpec> specs = ListWeights(c.text, &as->weights_);

@@ -11,11 +11,30 @@
 
 namespace g4 {
 
+// The target layer an assistant layer reads, and how: query head h reads the donor's KV head
+// h / (heads / kv_heads), whatever the assistant's config says of its own KV heads (its layers
+// have no K/V projections: the reference repeats and broadcasts the donor's heads the same way).
+struct DonorLink {
+  int layer = -1;              // the target layer (the last of the assistant layer's type with its own K/V)
+  int kv_heads = 0;            // the donor's KV heads, which the assistant layer attends over
+  int declared_kv_heads = 0;   // what the assistant's config says (not used)
+};
+
+// Links each layer of `assistant` to its donor in `target`. Refuses only what cannot run: a head
+// dim that differs from the donor's, or query heads that are not a multiple of the donor's KV
+// heads; the error names `source`, the assistant layer, the donor layer and both shapes.
+Result<std::vector<DonorLink>> LinkDonors(const AssistantConfig& assistant, const ModelConfig& target,
+                                          const std::string& source);
+// One line per assistant layer: its shape, the target layer it reads and with how many KV heads
+// (`links` empty: described without a target).
+std::string DescribeDonors(const AssistantConfig& assistant, const std::vector<DonorLink>& links);
+
 class Assistant {
  public:
   // Loads DIR (config.json, safetensors) for `target`: everything is checked against the target
-  // (hidden size, vocabulary, the donor layers' head dims and KV heads) before anything is
-  // allocated; on error the target is untouched.
+  // (hidden size, vocabulary, the donor layers' shapes: LinkDonors) before anything is
+  // allocated; on error the target is untouched. The loaded config's layers carry the donors' KV
+  // heads.
   static Result<std::unique_ptr<Assistant>> Load(const std::string& dir, Backend& backend, Model& target);
 
   const AssistantConfig& config() const { return config_; }
@@ -25,6 +44,7 @@ class Assistant {
   // The target layers whose K/V the assistant's sliding and full layers read.
   int donor_sliding() const { return donor_sliding_; }
   int donor_full() const { return donor_full_; }
+  const std::vector<DonorLink>& donors() const { return donors_; }
 
   // One draft step at `position` (the target has run positions 0..position-1 into `cache`):
   // from `token` and the state `state_in` (backbone_hidden), writes the draft logits (vocab,
@@ -58,6 +78,7 @@ class Assistant {
   std::vector<std::unique_ptr<Buffer>> buffers_;
   std::vector<std::unique_ptr<Buffer>> scratch_;
   int donor_sliding_ = -1, donor_full_ = -1;
+  std::vector<DonorLink> donors_;  // per assistant layer
 };
 
 }  // namespace g4

@@ -242,7 +242,9 @@ Result<ModelConfig> ParseText(const json& root, const std::string& source, bool 
   if (!query_only && c.num_kv_shared_layers >= c.num_layers) {
     return InvalidArgument(where + "num_kv_shared_layers: must be less than num_hidden_layers");
   }
-  if (kv_heads > q_heads || q_heads % kv_heads) {
+  // An assistant's layers have no K/V of their own: they read the donor's KV heads, so their
+  // own num_key_value_heads (and its per-layer or global forms) is not checked here.
+  if (!query_only && (kv_heads > q_heads || q_heads % kv_heads)) {
     return InvalidArgument(where + "num_key_value_heads: must divide num_attention_heads");
   }
 
@@ -315,7 +317,7 @@ Result<ModelConfig> ParseText(const json& root, const std::string& source, bool 
     l.intermediate = c.intermediate * ((double_wide && l.kv_shared && !query_only) ? 2 : 1);
     const std::string layer_where = where + "layer " + std::to_string(i) + ": ";
     if (l.head_dim % 2) return InvalidArgument(layer_where + "head_dim must be even");
-    if (l.kv_heads > l.heads || l.heads % l.kv_heads) {
+    if (!query_only && (l.kv_heads > l.heads || l.heads % l.kv_heads)) {
       return InvalidArgument(layer_where + "key/value heads must divide query heads");
     }
     if (l.kv_shared && !query_only) {

@@ -18,7 +18,7 @@ struct LayerConfig {
   AttentionType type = AttentionType::kSliding;
   int head_dim = 0;
   int heads = 0;           // query heads
-  int kv_heads = 0;
+  int kv_heads = 0;        // in an assistant: the donor layer's (Assistant::Load sets them)
   int window = 0;          // positions a query sees, itself included; 0 = unbounded (full layers)
   bool k_eq_v = false;     // no v_proj: values come from k_proj (full layers with attention_k_eq_v)
   bool kv_shared = false;  // no K/V of its own: reads layer kv_source's

@@ -1,16 +1,25 @@
 // Checkpoints of a real Gemma 4 shape with random weights, for benchmarks: nothing to download,
-// the same bytes for the same seed.
+// the same bytes for the same seed. Targets: e2b, e4b, 31b, 26b-a4b (the real widths, GEMMA4.md);
+// each with an assistant shape NAME-assistant (E2B's as published; the others' widths assumed:
+// see SyntheticShapes()).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "base/status.h"
 
 namespace g4 {
 
-// config.json text for a named shape ("e2b"), optionally cut to `layers` layers (0: all).
-Result<std::string> SyntheticConfigJson(const std::string& shape, int layers);
-// Writes config.json, generation_config.json and model.safetensors (bf16) into `dir`.
-Status WriteSyntheticCheckpoint(const std::string& dir, const std::string& shape, int layers, uint64_t seed);
+// One line per shape: its name and what it is.
+std::string SyntheticShapes();
+// config.json text for a named shape. `layers`: a target cut to that many layers (a multiple of
+// its layer pattern, sharing K/V in proportion), or an assistant of that many layers (the last
+// full, the others sliding); none: the real depth.
+Result<std::string> SyntheticConfigJson(const std::string& shape, std::optional<int> layers);
+// Writes config.json, generation_config.json (targets) and model.safetensors (bf16) into `dir`,
+// which must not exist or be empty: an existing model is never overwritten.
+Status WriteSyntheticCheckpoint(const std::string& dir, const std::string& shape, std::optional<int> layers,
+                                uint64_t seed);
 
 }  // namespace g4

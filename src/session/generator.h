@@ -55,6 +55,8 @@ struct GenerationStats {
   int accepted = 0;
   std::vector<int> accepted_per_position;  // (K) rounds in which draft j was accepted
   std::vector<int> accepted_per_round;     // (rounds)
+  std::vector<int> drafted_per_round;      // (rounds) the drafts each made: 0 for a plain step
+  std::vector<int> rounds_per_k;           // (K + 1) rounds by the drafts they made
   double acceptance_rate() const { return drafted ? static_cast<double>(accepted) / drafted : 0.0; }
   // Tokens emitted per round (after the first, which the prefill gives).
   double tokens_per_round() const { return rounds ? static_cast<double>(generated_tokens - 1) / rounds : 0.0; }

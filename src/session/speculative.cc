@@ -1,6 +1,7 @@
 #include "session/speculative.h"
 
 #include <algorithm>
+#include <deque>
 
 namespace g4 {
 namespace {
@@ -31,8 +32,16 @@ Status RecordGreedyRound(Model& target, Assistant& assistant, KvCache& cache, F3
 }
 
 Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant, std::span<const int32_t> prompt,
-                                             const GenerateOptions& options, int k,
+                                             const GenerateOptions& options, int draft_tokens,
                                              const std::function<void(int)>& on_token) {
+  return GenerateSpeculative(target, assistant, prompt, options, SpeculativeOptions{draft_tokens, DraftPolicyKind::kFixed},
+                             on_token);
+}
+
+Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant, std::span<const int32_t> prompt,
+                                             const GenerateOptions& options, const SpeculativeOptions& speculative,
+                                             const std::function<void(int)>& on_token) {
+  const int k = speculative.max_drafts;
   if (prompt.empty()) return InvalidArgument("generate: the prompt is empty");
   if (options.max_new_tokens < 0) return InvalidArgument("generate: max_new_tokens must be >= 0");
   if (k < 1 || k > kMaxDraftTokens) {
@@ -50,7 +59,9 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
   GenerationStats& st = result.stats;
   st.prompt_tokens = static_cast<int>(prompt.size());
   st.accepted_per_position.assign(k, 0);
+  st.rounds_per_k.assign(k + 1, 0);
   if (options.max_new_tokens == 0) return result;
+  DraftPolicy policy(k, speculative.policy);
 
   Backend& be = target.backend();
   const int H = target.config().hidden, V = target.config().vocab;
@@ -108,12 +119,74 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
   };
   interrupted();
 
+  // Counts a round of nd drafts with m accepted.
+  auto count = [&](const RoundTrace& round, int nd, int m) {
+    st.rounds++;
+    st.drafted += nd;
+    st.accepted += m;
+    st.accepted_per_round.push_back(m);
+    st.drafted_per_round.push_back(nd);
+    st.rounds_per_k[nd]++;
+    for (int j = 0; j < m; ++j) st.accepted_per_position[j]++;
+    result.rounds.push_back(round);
+    if (options.on_round) options.on_round(nd, m);
+  };
+  // Greedy plain steps on the backend, as plain decoding runs them: each step embeds the id the
+  // one before left in a round slot (0 and 1 in turn), and where the backend's reads overlap its
+  // work the next step is recorded before this one's id is read. Each step counts as a round of
+  // no drafts; the policy gets the time spent waiting and recording (not emitting).
+  const bool overlap = be.DownloadsOverlap() && options.decode_ahead != 0;
+  const int ahead = !overlap ? 0 : options.decode_ahead > 0 ? options.decode_ahead : kDecodeAhead;
+  auto plain_steps = [&](int n) -> Status {
+    std::deque<std::unique_ptr<PendingDownload>> reads;
+    int started = 0, finished = 0;
+    double busy_us = 0.0;
+    while (finished < n && !done) {
+      const int64_t t0 = MonotonicMicros();
+      while (started < n && started - finished <= ahead) {
+        G4_RETURN_IF_ERROR(target.ForwardArgmaxOnDevice(slots.tokens.At(started % 2), 1, *cache, 1,
+                                                        slots.tokens.At((started + 1) % 2)));
+        G4_ASSIGN_OR_RETURN(auto read, be.StartDownload(*round_buf, ((started + 1) % 2) * sizeof(float), sizeof(float)));
+        reads.push_back(std::move(read));
+        ++started;
+      }
+      float id = 0.0f;
+      G4_RETURN_IF_ERROR(reads.front()->Finish(&id));
+      reads.pop_front();
+      busy_us += static_cast<double>(MonotonicMicros() - t0);
+      RoundTrace round;
+      round.position = cache->length() - (started - finished);
+      round.seed = seed;
+      round.bonus = seed = static_cast<int>(id);
+      ++finished;
+      count(round, 0, 0);
+      emit(seed, 0);
+      if (is_stop(seed)) {
+        done = true;
+        result.stop_reason = "eos";
+      }
+      interrupted();
+    }
+    if (done) return Status::Ok();
+    // The next round's seed in slot 0, its state: the hidden state of the last step.
+    if (n % 2) be.Copy(slots.tokens, slots.tokens.At(1), 1);
+    be.Copy(state, target.hidden_rows().At(0), H);
+    policy.RecordPlain(finished, busy_us);
+    return Status::Ok();
+  };
+
   std::vector<int32_t> verify;
   std::vector<std::vector<float>> q_dists;
   while (!done && static_cast<int>(result.tokens.size()) < options.max_new_tokens) {
     const int64_t p = cache->length();
     const int remaining = options.max_new_tokens - static_cast<int>(result.tokens.size());
-    const int nd = std::min(k, remaining - 1);
+    const int want = policy.Next();
+    if (want == 0 && ids_only) {
+      G4_RETURN_IF_ERROR(plain_steps(std::min(policy.PlainSteps(), remaining)));
+      continue;
+    }
+    const int nd = std::min(want, remaining - 1);
+    const int64_t round_t0 = MonotonicMicros();
     RoundTrace round;
     round.position = p;
     round.seed = seed;
@@ -166,15 +239,16 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
         }
       }
     }
+    // The policy learns from rounds it chose whole (and, off the backend, from plain steps).
+    const double round_us = static_cast<double>(MonotonicMicros() - round_t0);
+    if (nd > 0 && nd == want) {
+      policy.RecordRound(nd, m, round_us);
+    } else if (want == 0) {
+      policy.RecordPlain(1, round_us);
+    }
     round.accepted = m;
     round.bonus = bonus;
-    st.rounds++;
-    st.drafted += nd;
-    st.accepted += m;
-    st.accepted_per_round.push_back(m);
-    for (int j = 0; j < m; ++j) st.accepted_per_position[j]++;
-    result.rounds.push_back(round);
-    if (options.on_round) options.on_round(nd, m);
+    count(round, nd, m);
     // Emit the accepted drafts and the bonus; a stop token among them ends generation there.
     for (int j = 0; j <= m && !done; ++j) {
       const int t = j < m ? round.drafts[j] : bonus;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "model/assistant.h"
+#include "session/draft_policy.h"
 #include "session/generator.h"
 
 namespace g4 {
@@ -27,6 +28,17 @@ struct GreedyRoundSlots {
 Status RecordGreedyRound(Model& target, Assistant& assistant, KvCache& cache, F32 state, F32 spare,
                          const GreedyRoundSlots& slots, int nd);
 
+struct SpeculativeOptions {
+  int max_drafts = 2;  // K: the drafts of a round, at most
+  DraftPolicyKind policy = DraftPolicyKind::kAdaptive;
+};
+
+// Rounds of at most K drafts as `speculative.policy` chooses them (a round with no drafts is a
+// plain step); every round drafts min(K, room) with the fixed policy.
+Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant, std::span<const int32_t> prompt,
+                                             const GenerateOptions& options, const SpeculativeOptions& speculative,
+                                             const std::function<void(int)>& on_token = {});
+// The fixed policy with K = draft_tokens.
 Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant, std::span<const int32_t> prompt,
                                              const GenerateOptions& options, int draft_tokens,
                                              const std::function<void(int)>& on_token = {});

@@ -14,6 +14,8 @@ nlohmann::json StatsJson(const GenerationStats& st) {
           {"accepted", st.accepted},
           {"acceptance_rate", st.acceptance_rate()},
           {"accepted_per_round", st.accepted_per_round},
+          {"drafted_per_round", st.drafted_per_round},
+          {"rounds_per_k", st.rounds_per_k},
           {"accepted_per_position", st.accepted_per_position},
           {"tokens_per_round", st.tokens_per_round()}};
 }

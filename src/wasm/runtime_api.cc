@@ -53,6 +53,7 @@ struct Runtime {
   std::string target_dir, assistant_dir;
   int64_t context = 0;
   int draft_tokens = 2;
+  g4::DraftPolicyKind draft_policy = g4::DraftPolicyKind::kAdaptive;
   g4::ModelConfig config;
   g4::Model::MemoryEstimate estimate;
   uint64_t arena_bytes = 0;
@@ -118,14 +119,16 @@ T Fail(const Status& s, T value) {
 
 Result<std::unique_ptr<Runtime>> Create(const json& request) {
   Fields f(request, "load");
-  G4_RETURN_IF_ERROR(f.CheckKnown({"target", "assistant", "context", "backend", "draft_tokens"}));
+  G4_RETURN_IF_ERROR(f.CheckKnown({"target", "assistant", "context", "backend", "draft_tokens", "draft_policy"}));
   auto rt = std::make_unique<Runtime>();
   rt->target_dir = f.String("target");
   rt->assistant_dir = f.String("assistant");
   rt->context = static_cast<int64_t>(f.Number("context", 4096, 1, 1 << 24));
   rt->draft_tokens = static_cast<int>(f.Number("draft_tokens", 2, 1, g4::kMaxDraftTokens));
   const std::string backend = request.contains("backend") ? f.String("backend") : "webgpu";
+  const std::string draft_policy = request.contains("draft_policy") ? f.String("draft_policy") : "adaptive";
   G4_RETURN_IF_ERROR(f.status());
+  G4_ASSIGN_OR_RETURN(rt->draft_policy, g4::ParseDraftPolicy(draft_policy, "load: draft_policy"));
   if (rt->target_dir.empty()) return g4::InvalidArgument("load: 'target' is required");
   if (!G4_MTP && !rt->assistant_dir.empty()) {
     return g4::InvalidArgument("load: this build has no speculative decoding; an assistant needs createGemma4Mtp");
@@ -186,6 +189,7 @@ json Info(const Runtime& rt) {
           {"build", {{"mtp", G4_MTP != 0}, {"profile", G4_PROFILE != 0}}},
           {"context", rt.context},
           {"draft_tokens", rt.draft_tokens},
+          {"draft_policy", g4::DraftPolicyName(rt.draft_policy)},
           {"assistant", rt.assistant != nullptr},
           {"tokenizer", rt.tokenizer != nullptr},
           {"vocab", c.vocab},
@@ -265,8 +269,10 @@ Result<json> Generate(Runtime& rt, const json& request) {
   if (G4_PROFILE) rt.backend->Profile(g4::Backend::ProfileMode::kKernels);
   Result<g4::GenerationResult> r = g4::InvalidArgument("unreachable");
 #if G4_MTP
-  if (speculative) r = g4::GenerateSpeculative(*rt.model, *rt.assistant, prompt, opt, rt.draft_tokens, on_token);
-  else
+  if (speculative) {
+    r = g4::GenerateSpeculative(*rt.model, *rt.assistant, prompt, opt,
+                                g4::SpeculativeOptions{rt.draft_tokens, rt.draft_policy}, on_token);
+  } else
 #endif
     r = g4::Generate(*rt.model, prompt, opt, on_token);
   if (G4_PROFILE) rt.backend->Profile(g4::Backend::ProfileMode::kOff);

@@ -72,6 +72,10 @@ test('plain and speculative runtimes answer with the CPU reference text', { time
   assert.ok(spec.rounds > 0);
   assert.equal(spec.drafted <= 2 * spec.rounds, true);
   assert.equal(spec.accepted_per_position.length, 2);
+  // The adaptive policy by default: rounds of 0..2 drafts, counted by K.
+  assert.equal(spec.draft_policy, 'adaptive');
+  assert.equal(spec.rounds_per_k.length, 3);
+  assert.equal(spec.rounds_per_k.reduce((a, b) => a + b, 0), spec.rounds);
   assert.equal(off.last.usage.speculative.rounds, 0);
   // The counters move while the request runs, not only at its end.
   const during = on.seen[on.seen.length - 3];
@@ -159,6 +163,7 @@ test('files given as Blobs load like a folder; bad files fail closed and a later
   await assert.rejects(g.load({ target: { 'config.json': files['config.json'] } }), /model\.safetensors is missing/);
   await assert.rejects(g.load({ target: model, contextLength: 1 << 24 }), /maxStorageBufferBindingSize/);
   await assert.rejects(g.load({ target: model, context: 10 }), /unknown option 'context'/);
+  await assert.rejects(g.load({ target: model, draftPolicy: 'fast' }), /draftPolicy must be 'adaptive' or 'fixed'/);
   await assert.rejects(createGemma4({ backnd: 'cpu' }), /unknown option 'backnd'/);
   // A picked folder's File list: its subfolders' files (here an assistant's) are not the model's.
   const picked = Object.entries(files).map(([name, blob]) => Object.defineProperty(new File([blob], name), 'webkitRelativePath',

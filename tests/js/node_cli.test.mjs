@@ -30,8 +30,9 @@ for (const name of readdirSync(models).sort()) {
     const ag = JSON.parse(readFileSync(join(dir, a, 'golden.json'), 'utf8'));
     test(`${name}/${a}: speculative rounds equal the reference`, () => {
       for (const t of ag.traces) {
-        const r = run(['generate', '--model', dir, '--assistant', join(dir, a), '--draft-tokens', '2', '--prompt-ids',
-                       t.prompt_ids.join(','), '--max-new-tokens', String(t.max_new_tokens), '--backend', 'cpu', '--json']);
+        const r = run(['generate', '--model', dir, '--assistant', join(dir, a), '--draft-tokens', '2',
+                       '--draft-policy', 'fixed', '--prompt-ids', t.prompt_ids.join(','), '--max-new-tokens',
+                       String(t.max_new_tokens), '--backend', 'cpu', '--json']);
         assert.deepEqual(r.tokens, t.k2.tokens);
         assert.deepEqual(r.stats.accepted_per_round, t.k2.rounds.map((x) => x.accepted));
       }

@@ -3,7 +3,8 @@
 // speculative rounds of every assistant identical.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { readFileSync, readdirSync, existsSync, mkdtempSync, cpSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runJson, root } from './cli.mjs';
 
@@ -45,11 +46,42 @@ for (const name of readdirSync(models).sort()) {
     const ag = JSON.parse(readFileSync(join(dir, a, 'golden.json'), 'utf8'));
     test(`${name}/${a}: webgpu speculative rounds equal the reference`, () => {
       for (const t of ag.traces) {
-        const r = run(['generate', '--model', dir, '--assistant', join(dir, a), '--draft-tokens', '2', '--prompt-ids',
-                       t.prompt_ids.join(','), '--max-new-tokens', String(t.max_new_tokens), '--json']);
+        const r = run(['generate', '--model', dir, '--assistant', join(dir, a), '--draft-tokens', '2',
+                       '--draft-policy', 'fixed', '--prompt-ids', t.prompt_ids.join(','), '--max-new-tokens',
+                       String(t.max_new_tokens), '--json']);
         assert.deepEqual(r.tokens, t.k2.tokens);
         assert.deepEqual(r.stats.accepted_per_round, t.k2.rounds.map((x) => x.accepted));
       }
     });
   }
 }
+
+// An assistant's own KV head fields are not used: its query-only layers read the donor's KV heads.
+// The same weights under a config that declares 4 KV heads everywhere (moe_keqv's donors have 2
+// and 1) draft, verify and accept the same on WebGPU.
+test('moe_keqv/assistant_plain: webgpu rounds do not depend on the config\'s own KV heads', () => {
+  const dir = join(models, 'moe_keqv');
+  const other = mkdtempSync(join(tmpdir(), 'g4-kv-'));
+  try {
+    cpSync(join(dir, 'assistant_plain'), other, { recursive: true });
+    const config = JSON.parse(readFileSync(join(other, 'config.json'), 'utf8'));
+    const t = config.text_config;
+    t.num_key_value_heads = t.num_global_key_value_heads = 4;
+    t.attention_k_eq_v = !t.attention_k_eq_v;
+    for (const layer of Object.values(t.per_layer_config ?? {})) layer.num_key_value_heads = 4;
+    writeFileSync(join(other, 'config.json'), JSON.stringify(config));
+    const ag = JSON.parse(readFileSync(join(dir, 'assistant_plain', 'golden.json'), 'utf8'));
+    for (const tr of ag.traces.slice(0, 2)) {
+      const args = ['generate', '--model', dir, '--draft-tokens', '3', '--draft-policy', 'fixed', '--prompt-ids',
+                    tr.prompt_ids.join(','), '--max-new-tokens', String(tr.max_new_tokens), '--json'];
+      const a = run([...args, '--assistant', join(dir, 'assistant_plain')]);
+      const b = run([...args, '--assistant', other]);
+      assert.deepEqual(b.tokens, a.tokens);
+      assert.deepEqual(b.stats.accepted_per_round, a.stats.accepted_per_round);
+      assert.deepEqual(b.stats.drafted_per_round, a.stats.drafted_per_round);
+      assert.ok(a.stats.accepted > 0);
+    }
+  } finally {
+    rmSync(other, { recursive: true, force: true });
+  }
+});

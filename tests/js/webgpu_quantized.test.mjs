@@ -37,7 +37,7 @@ for (const quant of ['q8', 'q4']) {
       }
     }
     const spec = ['generate', '--model', art, '--assistant', join(art, 'assistant'), '--draft-tokens', '2',
-                  '--prompt-ids', prompt, '--max-new-tokens', '20', '--json'];
+                  '--draft-policy', 'fixed', '--prompt-ids', prompt, '--max-new-tokens', '20', '--json'];
     const cpuSpec = nativeJson(spec);
     const gpuSpec = runJson([...spec, '--backend', 'webgpu']);
     assert.deepEqual(cpuSpec.tokens, cpu.tokens);

@@ -10,8 +10,16 @@ modules compute for it:
     accepted and the bonus token, for K = 2 and K = 4;
   - whether transformers' own generate(assistant_model=...) gives the same tokens.
 
-  python3 make_assistant_goldens.py --models testdata/models     # writes <model>/assistant_<head>
+  python3 make_assistant_goldens.py --models testdata/models     # writes <model>/assistant_<kind>
+  python3 make_assistant_goldens.py --models testdata/models --only moe_keqv --kinds kv2 --out DIR
 The centroid-masked head goes with e2b_mini and ple_shared, the plain tied head with the others.
+moe_keqv (a K=V target: one KV head on its full layers) also gets `kv2`: a plain-head assistant
+whose saved config keeps two KV heads everywhere (num_key_value_heads, per_layer_config,
+num_global_key_value_heads, attention_k_eq_v), as assistants of K=V targets do. Its query-only
+layers read the donor's KV heads whatever the config says, so its reference numbers are
+computed with the config that states the donor's heads; transformers is then also run with the
+saved config (each attention implementation, and generate(assistant_model=...)) and what it gave
+is recorded beside them ("declared_config").
 All reference numbers are float32 computations from the bf16-rounded weights, on the CPU.
 """
 import argparse
@@ -19,6 +27,7 @@ import json
 import os
 import random
 import shutil
+import sys
 import time
 
 import torch
@@ -172,13 +181,29 @@ def round_bf16(module):
             p.copy_(p.to(torch.bfloat16).to(torch.float32))
 
 
-def save_assistant(a, out):
+def declare_kv_heads(cj, kv):
+    """The assistant config `cj` (a dict as saved) with its own KV head fields set to `kv`
+    everywhere and the K=V form a K=V target's assistant keeps. Only the fields that name KV heads
+    change: query-only layers have no K/V weights, so the checkpoint is the same."""
+    cj = json.loads(json.dumps(cj))
+    tc = cj["text_config"]
+    tc["num_key_value_heads"] = kv
+    tc["num_global_key_value_heads"] = kv
+    tc["attention_k_eq_v"] = True
+    for layer in (tc.get("per_layer_config") or {}).values():
+        layer["num_key_value_heads"] = kv
+    return cj
+
+
+def save_assistant(a, out, declared_kv=None):
     os.makedirs(out, exist_ok=True)
     a.config.save_pretrained(out)
     path = os.path.join(out, "config.json")
     with open(path) as f:
         cj = json.load(f)
     cj.pop("transformers_version", None)
+    if declared_kv is not None:
+        cj = declare_kv_heads(cj, declared_kv)
     with open(path, "w") as f:
         json.dump(cj, f, indent=2, sort_keys=True)
     sd = {k: v.detach() for k, v in a.state_dict().items() if k != "lm_head.weight"}
@@ -243,12 +268,68 @@ def plain_greedy(text_model, head, tc, prompt, max_new):
     return out
 
 
+def assistant_kinds(name):
+    """(kind, centroid head, KV heads the saved config declares or None) for a target."""
+    kinds = [("centroid", True, None)] if name in ("e2b_mini", "ple_shared") else [("plain", False, None)]
+    if name == "moe_keqv":
+        kinds.append(("kv2", False, 2))
+    return kinds
+
+
+def kind_seed(base, idx, kind, centroid):
+    # The seeds the committed plain and centroid assistants were made with; kv2 its own.
+    return base * 100 + idx * 2 + (50 if kind == "kv2" else int(centroid))
+
+
+def draft_steps_of(assistant, text_model, kv, seq, h, positions):
+    with torch.no_grad():
+        return [draft_step(assistant, text_model, kv, p, seq[p], h[p - 1])[0] for p in positions]
+
+
+def declared_config_runs(out, run_dir, target, a, text_model, head, tc, seq, positions, traces):
+    """transformers with the saved config (which declares other KV heads than the donors'):
+    per attention implementation, whether it runs and how far its draft logits are from the
+    reference's, and what generate(assistant_model=...) gives with it."""
+    h, _, kv = target_pass(text_model, head, tc, seq)
+    want = draft_steps_of(a, text_model, kv, seq, h, positions)
+    report = {"config": json.load(open(os.path.join(out, "config.json")))["text_config"]}
+    for impl in ("eager", "sdpa"):
+        entry = {}
+        try:
+            m = Gemma4AssistantForCausalLM.from_pretrained(out, dtype=torch.float32, attn_implementation=impl).eval()
+            got = draft_steps_of(m, text_model, kv, seq, h, positions)
+            entry["max_abs_diff"] = max(float((g - w).abs().max()) for g, w in zip(got, want))
+            entry["argmax_equal"] = all(int(torch.argmax(g)) == int(torch.argmax(w)) for g, w in zip(got, want))
+            gens = []
+            for t in traces:
+                m.generation_config.num_assistant_tokens = 2
+                m.generation_config.num_assistant_tokens_schedule = "constant"
+                with torch.no_grad():
+                    g = target.generate(torch.tensor([t["prompt_ids"]]), assistant_model=m, do_sample=False,
+                                        max_new_tokens=t["max_new_tokens"], eos_token_id=EOS, pad_token_id=0)
+                gens.append(g[0, len(t["prompt_ids"]):].tolist())
+            entry["assisted_tokens"] = gens
+            entry["assisted_equal_plain"] = [g == t["plain_tokens"] for g, t in zip(gens, traces)]
+        except Exception as e:  # record why, do not hide it
+            entry["error"] = f"{type(e).__name__}: {e}"[:400]
+        report[impl] = entry
+        print("  declared config,", impl, json.dumps({k: v for k, v in entry.items() if k != "assisted_tokens"}),
+              flush=True)
+    # The run config's draft logits reread from disk, as a check of the comparison itself.
+    m = Gemma4AssistantForCausalLM.from_pretrained(run_dir, dtype=torch.float32, attn_implementation="eager").eval()
+    got = draft_steps_of(m, text_model, kv, seq, h, positions)
+    report["run_config_max_abs_diff"] = max(float((g - w).abs().max()) for g, w in zip(got, want))
+    return report
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", required=True)
+    ap.add_argument("--out", default=None, help="write OUT/<target>/assistant_<kind> (default: beside the target)")
     ap.add_argument("--seed", type=int, default=4321)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--kinds", nargs="*", default=None, help="plain, centroid, kv2 (default: all)")
     ap.add_argument("--threads", type=int, default=0)
     args = ap.parse_args()
     torch.set_num_threads(args.threads or max(1, os.cpu_count() or 1))
@@ -258,9 +339,10 @@ def main():
             continue
         tpath = os.path.join(args.models, name)
         target, text_model, head, tc = load_target(tpath)
-        for centroid in ([True] if name in ("e2b_mini", "ple_shared") else [False]):
-            kind = "centroid" if centroid else "plain"
-            seed = args.seed * 100 + idx * 2 + int(centroid)
+        for kind, centroid, declared_kv in assistant_kinds(name):
+            if args.kinds and kind not in args.kinds:
+                continue
+            seed = kind_seed(args.seed, idx, kind, centroid)
             rng = random.Random(seed)
             a = make_assistant(tc, centroid, seed)
             capture_normed(a)
@@ -271,10 +353,16 @@ def main():
             print(name, kind, f"distilled in {time.time() - t_start:.1f}s", flush=True)
             round_bf16(a)
             a.eval()
-            out = os.path.join(tpath, "assistant_" + kind)
+            out = os.path.join(args.out, name, "assistant_" + kind) if args.out else os.path.join(tpath, "assistant_" + kind)
             shutil.rmtree(out, ignore_errors=True)
-            keys = save_assistant(a, out)
-            reloaded = Gemma4AssistantForCausalLM.from_pretrained(out, dtype=torch.float32,
+            # The config the reference numbers are computed with (the donors' KV heads), then the
+            # one saved, when it declares others.
+            run_dir = out if declared_kv is None else out + ".run_config"
+            shutil.rmtree(run_dir, ignore_errors=True)
+            keys = save_assistant(a, run_dir)
+            if declared_kv is not None:
+                save_assistant(a, out, declared_kv)
+            reloaded = Gemma4AssistantForCausalLM.from_pretrained(run_dir, dtype=torch.float32,
                                                                   attn_implementation="eager").eval()
             # Single draft steps, and what the sliding layers see.
             steps = []
@@ -306,13 +394,15 @@ def main():
                                               max_new_tokens=20, eos_token_id=EOS, pad_token_id=0)
                     hf = gen[0, len(prompt):].tolist()
                     agree.append(hf == plain)
+                    entry["transformers_assisted_tokens"] = hf
                 except Exception as e:  # record why, do not hide it
                     agree.append(f"error: {type(e).__name__}: {e}"[:300])
                 traces.append(entry)
             acc = [r["accepted"] for t in traces for r in t["k2"]["rounds"]]
             drafted = [len(r["drafts"]) for t in traces for r in t["k2"]["rounds"]]
             golden = {"generator": "tools/reference/make_assistant_goldens.py", "transformers": transformers.__version__,
-                      "seed": seed, "target": name, "head": kind, "distil_loss": loss, "tensors": keys,
+                      "command": "python3 " + " ".join(sys.argv), "seed": seed, "target": name,
+                      "head": "centroid" if centroid else "plain", "kind": kind, "distil_loss": loss, "tensors": keys,
                       "donor_layers": donor_layers(tc), "steps": steps, "traces": traces,
                       "transformers_generate_matches": agree,
                       "acceptance_k2": sum(acc) / max(1, sum(drafted))}
@@ -320,6 +410,16 @@ def main():
                 json.dump(golden, f)
             print(name, kind, json.dumps({"loss": round(loss, 3), "acceptance_k2": round(golden["acceptance_k2"], 3),
                                           "hf_generate": agree}), flush=True)
+            if declared_kv is not None:
+                try:
+                    golden["declared_config"] = declared_config_runs(
+                        out, run_dir, target, a, text_model, head, tc, seq, [3, 9, len(seq) - 1], traces)
+                except Exception as e:  # record why, do not hide it
+                    golden["declared_config"] = {"error": f"{type(e).__name__}: {e}"[:400]}
+                golden["torch"] = torch.__version__
+                with open(os.path.join(out, "golden.json"), "w") as f:
+                    json.dump(golden, f)
+                shutil.rmtree(run_dir, ignore_errors=True)
     print("tensors:", keys)
 
 

@@ -1,0 +1,66 @@
+// How many drafts each speculative round makes. Fixed: always the maximum K. Adaptive: the number
+// that emits the most tokens per unit of time, from the acceptance measured so far and the
+// measured cost of a round against a plain step, down to no drafting at all (plain steps), with
+// a probe round now and then so that a better acceptance is noticed. Greedy output does not
+// depend on the choice; sampled output keeps the target's distribution whatever is chosen (the
+// choice is made before the round's draws).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace g4 {
+
+enum class DraftPolicyKind { kAdaptive, kFixed };
+
+// "adaptive" or "fixed"; the error names `option`.
+Result<DraftPolicyKind> ParseDraftPolicy(const std::string& name, const std::string& option);
+const char* DraftPolicyName(DraftPolicyKind kind);
+
+class DraftPolicy {
+ public:
+  // Plain steps between probe rounds while no drafting pays: doubled after each probe that does
+  // not change that, back to the least once drafting pays again. While drafting pays, a few plain
+  // steps after this many rounds re-measure the cost of a step.
+  static constexpr int kMinProbeInterval = 8;
+  static constexpr int kMaxProbeInterval = 64;
+  // Plain steps timed together when the cost of a step is first measured (after one to warm up).
+  static constexpr int kStepSample = 4;
+
+  DraftPolicy(int max_drafts, DraftPolicyKind kind);
+
+  // Drafts for the next round: 0..max_drafts, 0 being plain steps (PlainSteps() of them).
+  int Next() const;
+  int PlainSteps() const;
+  // A round with k >= 1 drafts, `accepted` of them kept, took `micros`.
+  void RecordRound(int k, int accepted, double micros);
+  // `steps` plain steps took `micros` altogether.
+  void RecordPlain(int steps, double micros);
+
+  // Estimates behind the choice (for tests and traces). Tokens a round with k drafts emits, its
+  // bonus token included (k = 0: 1); its cost in microseconds (k = 0: a plain step), negative
+  // while unknown.
+  double ExpectedTokens(int k) const;
+  double Cost(int k) const;
+  int max_drafts() const { return max_drafts_; }
+
+ private:
+  // The drafts that emit the most tokens per microsecond, among `from`..max_drafts_.
+  int Best(int from) const;
+  bool Measured(int k) const { return samples_[k] >= 2; }  // the first sample of each k warms up
+
+  int max_drafts_;
+  bool adaptive_;
+  // Per draft position j (1..K): how often it was reached and accepted, decayed so that recent
+  // rounds count most.
+  std::vector<double> reached_, accepted_;
+  std::vector<double> cost_;  // (K + 1) smoothed micros of a round with k drafts (k = 0: a step)
+  std::vector<int> samples_;
+  int plain_since_probe_ = 0;   // plain steps since the last round with drafts
+  int rounds_since_plain_ = 0;  // rounds with drafts since the last plain step
+  int probe_interval_ = kMinProbeInterval;
+};
+
+}  // namespace g4
