@@ -90,7 +90,7 @@ class Quantizer {
 };
 
 Status CopyFile(const std::string& from, const std::string& to) {
-  G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(from));
+  G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(from, kMaxTokenizerBytes));
   FILE* f = std::fopen(to.c_str(), "wb");
   if (!f) return NotFound(to + ": cannot create");
   const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
@@ -98,7 +98,7 @@ Status CopyFile(const std::string& from, const std::string& to) {
 }
 
 Result<ExportedModel> ExportOne(const std::string& src, QuantScheme scheme, const std::string& out) {
-  G4_ASSIGN_OR_RETURN(std::string config_text, ReadTextFile(JoinPath(src, "config.json")));
+  G4_ASSIGN_OR_RETURN(std::string config_text, ReadTextFile(JoinPath(src, "config.json"), kMaxConfigBytes));
   G4_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> ckpt, Checkpoint::Open(src));
   ExportedModel result;
   result.dir = out;

@@ -24,7 +24,7 @@ int Assistant::SlidingKeep() const {
 
 Result<std::unique_ptr<Assistant>> Assistant::Load(const std::string& dir, Backend& backend, Model& target) {
   const std::string config_path = JoinPath(dir, "config.json");
-  G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(config_path));
+  G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(config_path, kMaxConfigBytes));
   G4_ASSIGN_OR_RETURN(AssistantConfig config, ParseAssistantConfig(text, config_path));
   const ModelConfig& t = target.config();
   const ModelConfig& a = config.text;

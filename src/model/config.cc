@@ -434,11 +434,11 @@ Status ApplyGenerationConfig(const std::string& json_text, const std::string& so
 
 Result<ModelConfig> LoadModelConfig(const std::string& dir) {
   const std::string path = JoinPath(dir, "config.json");
-  G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+  G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, kMaxConfigBytes));
   G4_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfig(text, path));
   const std::string gen_path = JoinPath(dir, "generation_config.json");
   if (FileExists(gen_path)) {
-    G4_ASSIGN_OR_RETURN(std::string gen_text, ReadTextFile(gen_path));
+    G4_ASSIGN_OR_RETURN(std::string gen_text, ReadTextFile(gen_path, kMaxConfigBytes));
     G4_RETURN_IF_ERROR(ApplyGenerationConfig(gen_text, gen_path, &config));
   }
   return config;

@@ -220,7 +220,7 @@ bool AllFalse(const json& obj, std::initializer_list<const char*> keys) {
 }  // namespace
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
-  G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+  G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, kMaxTokenizerBytes));
   return FromJson(text, path);
 }
 
