@@ -172,5 +172,14 @@ TEST(SpecialFiles, UnreadableWeightsSayPermissionDenied) {
   fs::remove_all(dir);
 }
 
+TEST(SpecialFiles, RunningOutOfMemoryIsAnErrorNotAnAbort) {
+  if (kSanitized) GTEST_SKIP() << "the sanitizer's mappings need the address space this test limits";
+  // The CLI starts in under 15 MB of address space; the Gemma tokenizer needs over 100 MB to load.
+  test::CliRun r = test::Shell("ulimit -v 64000; " + std::string(G4_CLI) + " tokenize --tokenizer " +
+                               G4_GEMMA_TOKENIZER + " --text hello");
+  ExpectFails(r, "gemma4: out of memory");
+  EXPECT_EQ(r.out.find("terminate called"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace g4
