@@ -34,10 +34,12 @@ class DuplicateKeys {
             const std::string& key = parsed.get_ref<const std::string&>();
             if (keys_.size() == 1) entry_ = key;
             if (!keys_.back().insert(key).second && where_.empty()) {
-              where_ = keys_.size() == 1 ? (key == "__metadata__" ? std::string("__metadata__ appears twice")
-                                                                  : "tensor " + key + " is named twice")
-                                         : (entry_ == "__metadata__" ? std::string("__metadata__") : "tensor " + entry_) +
-                                               ": key '" + key + "' appears twice";
+              const std::string entry = entry_ == "__metadata__" ? entry_ : "tensor " + entry_;
+              if (keys_.size() > 1) {
+                where_ = entry + ": key '" + key + "' appears twice";
+              } else {
+                where_ = key == "__metadata__" ? "__metadata__ appears twice" : entry + " is named twice";
+              }
             }
           }
           return true;

@@ -205,7 +205,9 @@ Result<ModelConfig> ParseText(const json& root, const std::string& source, bool 
   G4_RETURN_IF_ERROR(t.Float("rms_norm_eps", &eps));
   c.rms_eps = static_cast<float>(eps);
   // Zero would divide by zero on a zero row and a negative value by the root of a negative one.
-  if (!(c.rms_eps > 0)) return InvalidArgument(where + "rms_norm_eps: must be positive (it is " + t.Find("rms_norm_eps")->dump() + ")");
+  if (!(c.rms_eps > 0)) {
+    return InvalidArgument(where + "rms_norm_eps: must be positive (it is " + t.Find("rms_norm_eps")->dump() + ")");
+  }
   if (const json* sc = t.Find("final_logit_softcapping")) {
     if (!sc->is_number()) return InvalidArgument(where + "final_logit_softcapping: expected a number or null");
     c.final_softcap = static_cast<float>(sc->get<double>());
