@@ -342,7 +342,7 @@ Result<std::vector<ExportedModel>> ExportArtifacts(const std::string& model_dir,
     int err = errno;
     // A file system without RENAME_NOREPLACE: rename() still refuses to replace a folder that
     // holds anything, such as another export.
-    if ((err == EINVAL || err == ENOSYS) && std::rename(partial.c_str(), out_dir.c_str()) == 0) err = 0;
+    if (err == EINVAL || err == ENOSYS) err = std::rename(partial.c_str(), out_dir.c_str()) == 0 ? 0 : errno;
     if (err == EEXIST || err == ENOTEMPTY) {
       return fail(FailedPrecondition(out_dir + ": already exists (written while this export ran); nothing "
                                      "of this export was kept"));
