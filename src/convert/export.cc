@@ -227,14 +227,17 @@ Result<ExportedModel> ExportOne(const std::string& src, const Checkpoint& checkp
       {"gemma4.source_config", config_text},
       {"gemma4.source_sha256", sources.dump()},
   };
-  // Every chunk written first asks whether the export was interrupted.
+  // Every chunk written first asks whether the export was interrupted. A chunk's error names its
+  // source; it is returned as it is, without the temporary file it was bound for.
+  Status fill_error;
   for (TensorToWrite& t : tensors) {
-    t.fill = [fill = std::move(t.fill), cancel](uint64_t o, uint8_t* d, size_t n) {
-      return Cancelled(cancel) ? Interrupted() : fill(o, d, n);
+    t.fill = [fill = std::move(t.fill), cancel, &fill_error](uint64_t o, uint8_t* d, size_t n) {
+      fill_error = Cancelled(cancel) ? Interrupted() : fill(o, d, n);
+      return fill_error;
     };
   }
   const std::string path = JoinPath(out, "model.safetensors");
-  G4_RETURN_IF_ERROR(WriteSafetensors(path, tensors, metadata));
+  if (Status s = WriteSafetensors(path, tensors, metadata); !s.ok()) return fill_error.ok() ? s : fill_error;
   std::error_code ec;
   result.bytes = fs::file_size(path, ec);
   for (const char* name : kSideFiles) {
