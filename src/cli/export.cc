@@ -50,7 +50,11 @@ int RunExport(const std::vector<std::string>& argv) {
   struct sigaction on_signal = {}, previous[std::size(kExportSignals)];
   on_signal.sa_handler = OnExportSignal;
   sigemptyset(&on_signal.sa_mask);
-  for (size_t i = 0; i < std::size(kExportSignals); ++i) sigaction(kExportSignals[i], &on_signal, &previous[i]);
+  for (size_t i = 0; i < std::size(kExportSignals); ++i) {
+    // A signal ignored from the start (nohup, a background job of a script) stays ignored.
+    sigaction(kExportSignals[i], nullptr, &previous[i]);
+    if (previous[i].sa_handler != SIG_IGN) sigaction(kExportSignals[i], &on_signal, nullptr);
+  }
   auto done = ExportArtifacts(a.Get("model"), a.Get("assistant"), *scheme, out, &export_cancel);
   for (size_t i = 0; i < std::size(kExportSignals); ++i) sigaction(kExportSignals[i], &previous[i], nullptr);
   const int sig = export_signal;
