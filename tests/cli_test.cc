@@ -1,7 +1,5 @@
 // The CLI contract, run as a user runs it.
-#include <cstdio>
 #include <cstdlib>
-#include <sys/wait.h>
 
 #include <gtest/gtest.h>
 
@@ -10,21 +8,8 @@
 namespace g4 {
 namespace {
 
-struct CliRun {
-  int code;
-  std::string out;
-};
-
-CliRun Cli(const std::string& args) {
-  const std::string cmd = std::string(G4_CLI) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using test::Cli;
+using test::CliRun;
 
 // "2,105,236": a golden's prompt ids as --prompt-ids takes them.
 std::string IdList(const nlohmann::json& ids) {

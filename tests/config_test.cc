@@ -156,6 +156,21 @@ TEST(Config, ErrorsNameTheField) {
   ExpectError(json::array(), "not a JSON object");
 }
 
+TEST(Config, RmsNormEpsMustBePositive) {
+  for (double eps : {0.0, -1e-6, 1e-50}) {  // the last is zero as float32
+    json j = BaseText();
+    j["rms_norm_eps"] = eps;
+    ExpectError(j, "config.json: rms_norm_eps: must be positive");
+    auto a = ParseAssistantConfig(json{{"model_type", "gemma4_assistant"}, {"backbone_hidden_size", 16},
+                                       {"text_config", j}}.dump(), "assistant/config.json");
+    ASSERT_FALSE(a.ok());
+    EXPECT_NE(a.status().message().find("rms_norm_eps: must be positive"), std::string::npos) << a.status().message();
+  }
+  json j = BaseText();
+  j["rms_norm_eps"] = 1e-6;
+  EXPECT_FLOAT_EQ(MustParse(j).rms_eps, 1e-6f);
+}
+
 TEST(Config, GenerationConfigSetsEos) {
   ModelConfig c = MustParse(BaseText());
   ASSERT_TRUE(ApplyGenerationConfig(R"({"eos_token_id": [1, 50]})", "generation_config.json", &c).ok());

@@ -65,6 +65,29 @@ TEST(Safetensors, RejectsMalformedHeaders) {
   ExpectError(R"({"__metadata__":{"k":1}})", 0, "__metadata__");
 }
 
+// What the reference reader (the Rust safetensors crate) refuses, refused here too.
+TEST(Safetensors, StrictAsTheReferenceReader) {
+  const std::string t4 = R"({"dtype":"F32","shape":[1],"data_offsets":)";
+  // A tensor named twice: a JSON parser keeps one entry and drops the other silently.
+  ExpectError(R"({"a":)" + t4 + R"([0,4]},"a":)" + t4 + "[4,8]}}", 8, "tensor a is named twice");
+  ExpectError(R"({"a":)" + t4 + R"([0,4]},"a":)" + t4 + "[0,4]}}", 4, "tensor a is named twice");
+  ExpectError(R"({"a":{"dtype":"F32","dtype":"I32","shape":[1],"data_offsets":[0,4]}})", 4,
+              "tensor a: key 'dtype' appears twice");
+  ExpectError(R"({"__metadata__":{"k":"1","k":"2"}})", 0, "__metadata__: key 'k' appears twice");
+  // Bytes that belong to no tensor: before the first, between two, after the last.
+  ExpectError(R"({"a":)" + t4 + "[4,8]}}", 8, "data bytes [0, 4) belong to no tensor (before tensor a)");
+  ExpectError(R"({"a":)" + t4 + R"([0,4]},"b":)" + t4 + "[8,12]}}", 12,
+              "data bytes [4, 8) belong to no tensor (before tensor b)");
+  ExpectError(R"({"a":)" + t4 + "[0,4]}}", 12, "data bytes [4, 12) after the last tensor belong to no tensor");
+  ExpectError("{}", 4, "data bytes [0, 4) after the last tensor");
+  ExpectError(R"({"a":)" + t4 + R"([0,4]},"b":)" + t4 + "[0,4]}}", 4, "tensor b's bytes overlap tensor a's");
+  // The header is a JSON object from its first byte.
+  ExpectError(R"( {"a":)" + t4 + "[0,4]}}", 4, "not a JSON object");
+  // Zero-size tensors and tensors listed out of order are fine where the ranges still tile.
+  auto ok = Parse(R"({"b":)" + t4 + R"([4,8]},"e":{"dtype":"F32","shape":[0],"data_offsets":[4,4]},"a":)" + t4 + "[0,4]}}", 8);
+  EXPECT_TRUE(ok.ok()) << ok.status().message();
+}
+
 TEST(Safetensors, RejectsLengthPastTheFile) {
   std::vector<uint8_t> bytes = Container("{}", 0);
   bytes[0] = 0xff;  // header length far beyond the file

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <sys/wait.h>
+
 #include "io/checkpoint.h"
 
 namespace g4::test {
@@ -49,6 +51,18 @@ void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
   f << text;
 }
+
+CliRun Shell(const std::string& command) {
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+CliRun Cli(const std::string& args) { return Shell(std::string(G4_CLI) + " " + args); }
 
 std::string MakeTempDir() {
   std::string tmpl = (fs::temp_directory_path() / "g4test-XXXXXX").string();

@@ -18,6 +18,14 @@ std::vector<std::string> GoldenModelDirs();
 nlohmann::json ReadJson(const std::string& path);
 std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& text);
+// The output (stdout and stderr) and exit code of a shell command; code -1 when a signal ended it.
+struct CliRun {
+  int code;
+  std::string out;
+};
+CliRun Shell(const std::string& command);
+// The native CLI run as a user runs it: `gemma4 ARGS`.
+CliRun Cli(const std::string& args);
 // A fresh empty folder under the system temp folder.
 std::string MakeTempDir();
 // Copies a checkpoint folder, passing every tensor through `rewrite` (which may change name,

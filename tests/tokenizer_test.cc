@@ -230,6 +230,26 @@ TEST(TokenizerErrors, NameTheField) {
   EXPECT_EQ((*ok)->Encode("abab"), (std::vector<int32_t>{2, 2}));
 }
 
+// Each id names one piece: two pieces of one id, or a piece listed twice, do not load.
+TEST(TokenizerErrors, OneIdOnePiece) {
+  auto expect = [](const std::string& text, const std::string& needle) {
+    auto r = Tokenizer::FromJson(text, "tok.json");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().message();
+  };
+  const std::string merges = R"(,"merges":[]})";
+  expect(R"({"model":{"type":"BPE","vocab":{"a":0,"b":1,"c":1})" + merges + "}", "model: vocab: 'b' and 'c' have the same id 1");
+  expect(R"({"model":{"type":"BPE","vocab":{"a":0,"b":1,"a":2})" + merges + "}", "model: vocab['a']: listed twice");
+  const std::string model = R"("model":{"type":"BPE","vocab":{"a":0,"<x>":1},"merges":[]})";
+  expect("{" + model + R"(,"added_tokens":[{"id":0,"content":"<y>"}]})", "tok.json: added_tokens[0]: id 0 is already 'a', not '<y>'");
+  expect("{" + model + R"(,"added_tokens":[{"id":5,"content":"<y>"},{"id":5,"content":"<z>"}]})",
+         "added_tokens[1]: id 5 is already '<y>', not '<z>'");
+  // An added token that repeats its id's piece (as Gemma's special tokens do) is fine.
+  auto ok = Tokenizer::FromJson("{" + model + R"(,"added_tokens":[{"id":1,"content":"<x>","special":true}]})", "tok.json");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ((*ok)->Encode("a<x>"), (std::vector<int32_t>{0, 1}));
+}
+
 TEST(TokenizerSmall, SplitBehaviorsAndPrepend) {
   // A tiny vocabulary to check the pre-tokenizer and normalizer semantics on their own.
   const std::string base = R"({"model":{"type":"BPE","vocab":{"a":0,"b":1," ":2,"_":3,"a ":4},"merges":[["a"," "]]},)";

@@ -172,7 +172,8 @@ int RunInspect(const std::vector<std::string>& argv) {
   if (!context.ok()) return Fail(context.status());
   // An assistant folder alone: its layers, and what they read of a target.
   const std::string config_path = JoinPath(parsed->Get("model"), "config.json");
-  if (auto text = ReadTextFile(config_path); text.ok() && text->find("\"gemma4_assistant\"") != std::string::npos) {
+  if (auto text = ReadTextFile(config_path, kMaxConfigBytes);
+      text.ok() && text->find("\"gemma4_assistant\"") != std::string::npos) {
     auto config = ParseAssistantConfig(*text, config_path);
     if (!config.ok()) return Fail(config.status());
     std::printf("MTP assistant for a target of hidden size %d (inspect --model TARGET --assistant DIR names the "

@@ -35,7 +35,8 @@ const char kUsage[] =
 
 namespace {
 
-int RunCli(int argc, char** argv) {  if (argc < 2) {
+int RunCli(int argc, char** argv) {
+  if (argc < 2) {
     std::fputs(kUsage, stderr);
     return 2;
   }
@@ -71,5 +72,48 @@ extern "C" __attribute__((export_name("g4_flush"))) void g4_flush() {
   std::fflush(stderr);
 }
 #else
-int main(int argc, char** argv) { return RunCli(argc, argv); }
+// Native: input is checked before anything is allocated for it, but memory can still run out (a
+// large model on a small machine). That is one clear line and exit code 1, never an abort. The
+// library is built without exceptions; this file alone is built with them, so a std::bad_alloc
+// thrown inside the library unwinds to here. One that cannot (inside a parallel region) ends in
+// the terminate handler, with the same message.
+#include <exception>
+#include <new>
+
+namespace {
+
+[[noreturn]] void OutOfMemory() {
+  std::fputs("gemma4: out of memory (an allocation failed); a smaller model, context or input may fit\n", stderr);
+  std::fflush(stdout);
+  std::_Exit(1);
+}
+
+[[noreturn]] void Terminate() {
+  if (std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::bad_alloc&) {
+      OutOfMemory();
+    } catch (const std::exception& x) {
+      std::fprintf(stderr, "gemma4: internal error: %s\n", x.what());
+    } catch (...) {
+      std::fputs("gemma4: internal error\n", stderr);
+    }
+  } else {
+    std::fputs("gemma4: internal error\n", stderr);
+  }
+  std::fflush(stdout);
+  std::_Exit(1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::set_terminate(Terminate);
+  try {
+    return RunCli(argc, argv);
+  } catch (const std::bad_alloc&) {
+    OutOfMemory();
+  }
+}
 #endif

@@ -39,7 +39,7 @@ int RunTokenize(const std::vector<std::string>& argv) {
   if (a.Has("text")) {
     text = a.Get("text");
   } else if (a.Has("text-file")) {
-    auto t = ReadTextFile(a.Get("text-file"));
+    auto t = ReadTextFile(a.Get("text-file"), kMaxTextBytes, /*allow_stream=*/true);
     if (!t.ok()) return Fail(t.status());
     text = std::move(t).value();
   } else if (!a.Has("bench")) {

@@ -6,6 +6,7 @@
 // streams tensor by tensor, writes the same bytes for the same input, and leaves no partial file.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,13 +27,18 @@ struct ExportedModel {
   int skipped = 0;                  // other towers (vision, audio), left out
 };
 
-// Writes `out_dir` (the target: model.safetensors, config.json, generation config and tokenizer
-// files) and, with an assistant, `out_dir`/assistant. `out_dir` may exist but must not hold a
-// model.safetensors already.
+// Writes the folder `out_dir` (the target: model.safetensors, config.json, generation config and
+// tokenizer files) and, with an assistant, `out_dir`/assistant. `out_dir` must not exist. The
+// sources are first checked as loading checks them (Model::Check, Assistant::Check against the
+// target, tokenizer.json when there is one); every float weight must be finite. The files are
+// written into a folder of this process's own beside `out_dir` and renamed into place only when
+// complete, by a rename that does not replace: on any error, or when `cancel` becomes true (a
+// signal handler may set it), that folder is removed and nothing is left at `out_dir`.
 Result<std::vector<ExportedModel>> ExportArtifacts(const std::string& model_dir, const std::string& assistant_dir,
-                                                   QuantScheme scheme, const std::string& out_dir);
+                                                   QuantScheme scheme, const std::string& out_dir,
+                                                   const std::atomic<bool>* cancel = nullptr);
 
-// The sha256 of a file, as 64 lowercase hex digits.
-Result<std::string> Sha256File(const std::string& path);
+// The sha256 of a file, as 64 lowercase hex digits (an error once `cancel` becomes true).
+Result<std::string> Sha256File(const std::string& path, const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace g4

@@ -69,7 +69,7 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& dir) {
   const std::string index_path = JoinPath(dir, "model.safetensors.index.json");
   const std::string single_path = JoinPath(dir, "model.safetensors");
   if (FileExists(index_path)) {
-    G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(index_path));
+    G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(index_path, kMaxIndexBytes));
     G4_ASSIGN_OR_RETURN(auto by_file, ParseShardIndex(text, index_path));
     for (const auto& [file, names] : by_file) {
       G4_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, OpenFileReader(JoinPath(dir, file)));

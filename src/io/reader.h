@@ -34,7 +34,19 @@ Result<std::unique_ptr<Reader>> OpenFileReader(const std::string& path);
 // A copy of bytes held in memory.
 std::unique_ptr<Reader> MakeMemoryReader(std::vector<uint8_t> bytes, std::string name);
 
-Result<std::string> ReadTextFile(const std::string& path);
+// Upper bounds on what a text file of each kind may hold: far beyond any real one, so a wrong
+// file (a device, a mislabelled weights file) is an error instead of filling memory.
+inline constexpr uint64_t kMaxConfigBytes = 16ull << 20;     // config.json, generation_config.json
+inline constexpr uint64_t kMaxIndexBytes = 256ull << 20;     // model.safetensors.index.json
+inline constexpr uint64_t kMaxTokenizerBytes = 1ull << 30;   // tokenizer.json
+inline constexpr uint64_t kMaxTextBytes = 256ull << 20;      // text handed in to encode
+
+// Reads a whole file of at most `max_bytes`. It must be a regular file (so a FIFO or a device
+// is an error, never a read that blocks or never ends) unless `allow_stream`, which takes any
+// file that can be read (a pipe, /dev/stdin) and stops at `max_bytes`.
+Result<std::string> ReadTextFile(const std::string& path, uint64_t max_bytes, bool allow_stream = false);
+// Whether `path` names anything (a file of any type, readable or not): what is there but cannot
+// be read is then an error naming it, not taken for absent.
 bool FileExists(const std::string& path);
 std::string JoinPath(const std::string& dir, const std::string& name);
 

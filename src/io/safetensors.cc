@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <set>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -11,9 +13,47 @@ namespace {
 
 using nlohmann::json;
 
-constexpr uint64_t kMaxHeaderBytes = 256ull << 20;
+// The reference reader's limit on the header (the Rust safetensors crate's MAX_HEADER_SIZE).
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 bool MulOverflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
+
+// Parses the header JSON, noting the first key that appears twice in one object: JSON parsers
+// keep one of the two silently (the last, here), so a tensor named twice would lose an entry.
+class DuplicateKeys {
+ public:
+  json Parse(const char* begin, const char* end) {
+    return json::parse(
+        begin, end,
+        [this](int, json::parse_event_t event, json& parsed) {
+          if (event == json::parse_event_t::object_start) {
+            keys_.emplace_back();
+          } else if (event == json::parse_event_t::object_end) {
+            keys_.pop_back();
+          } else if (event == json::parse_event_t::key) {
+            const std::string& key = parsed.get_ref<const std::string&>();
+            if (keys_.size() == 1) entry_ = key;
+            if (!keys_.back().insert(key).second && where_.empty()) {
+              const std::string entry = entry_ == "__metadata__" ? entry_ : "tensor " + entry_;
+              if (keys_.size() > 1) {
+                where_ = entry + ": key '" + key + "' appears twice";
+              } else {
+                where_ = key == "__metadata__" ? "__metadata__ appears twice" : entry + " is named twice";
+              }
+            }
+          }
+          return true;
+        },
+        /*allow_exceptions=*/false);
+  }
+  // The first duplicate, or empty.
+  const std::string& first() const { return where_; }
+
+ private:
+  std::vector<std::set<std::string>> keys_;  // per open object
+  std::string entry_;                        // the top-level key being read
+  std::string where_;
+};
 
 }  // namespace
 
@@ -38,15 +78,17 @@ Result<SafetensorsHeader> ParseSafetensorsHeaderBytes(const std::string& name, c
     return DataLoss(name + ": safetensors header length " + std::to_string(n) + " exceeds the file");
   }
   const char* text = reinterpret_cast<const char*>(data + 8);
-  json j = json::parse(text, text + n, nullptr, /*allow_exceptions=*/false);
+  DuplicateKeys duplicates;
+  json j = n > 0 && text[0] == '{' ? duplicates.Parse(text, text + n) : json(nullptr);
   if (j.is_discarded() || !j.is_object()) return DataLoss(name + ": safetensors header is not a JSON object");
+  if (!duplicates.first().empty()) return DataLoss(name + ": " + duplicates.first());
 
   SafetensorsHeader h;
   h.data_offset = 8 + n;
   const uint64_t data_bytes = file_size >= h.data_offset ? file_size - h.data_offset : 0;
   if (file_size < h.data_offset) return DataLoss(name + ": file ends inside the safetensors header");
 
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  std::vector<std::tuple<uint64_t, uint64_t, std::string>> ranges;  // begin, end, tensor
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& key = it.key();
     const json& v = it.value();
@@ -95,12 +137,27 @@ Result<SafetensorsHeader> ParseSafetensorsHeaderBytes(const std::string& name, c
     }
     t.offset = h.data_offset + b;
     t.bytes = want;
-    if (want) ranges.emplace_back(b, e);
+    ranges.emplace_back(b, e, key);
     h.tensors.emplace(key, std::move(t));
   }
+  // As the reference reader: the tensors, in order of their ranges, cover the data exactly, each
+  // starting where the one before ends and the last ending with the file. Bytes no tensor owns,
+  // or owned twice, mean a damaged or hand-made file.
   std::sort(ranges.begin(), ranges.end());
-  for (size_t i = 1; i < ranges.size(); ++i) {
-    if (ranges[i].first < ranges[i - 1].second) return DataLoss(name + ": tensor byte ranges overlap");
+  uint64_t at = 0;
+  std::string previous;
+  for (const auto& [b, e, key] : ranges) {
+    if (b < at) return DataLoss(name + ": tensor " + key + "'s bytes overlap tensor " + previous + "'s");
+    if (b > at) {
+      return DataLoss(name + ": data bytes [" + std::to_string(at) + ", " + std::to_string(b) +
+                      ") belong to no tensor (before tensor " + key + ")");
+    }
+    at = e;
+    previous = key;
+  }
+  if (at != data_bytes) {
+    return DataLoss(name + ": data bytes [" + std::to_string(at) + ", " + std::to_string(data_bytes) +
+                    ") after the last tensor belong to no tensor");
   }
   return h;
 }

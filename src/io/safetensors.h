@@ -31,9 +31,12 @@ struct SafetensorsHeader {
   uint64_t data_offset = 0;  // where the data section starts
 };
 
-// Parses and validates the header: JSON well formed, every dtype known, every shape non-negative,
-// every byte range inside the file, of the size its shape and dtype imply, and no two overlapping.
-// Errors name the source and the tensor.
+// Parses and validates the header as strictly as the format's reference reader (the Rust
+// safetensors crate): at most 100,000,000 bytes of JSON object, every dtype known, every shape
+// non-negative, every byte range of the size its shape and dtype imply, and the ranges covering
+// the data exactly (no byte before, between or after the tensors that no tensor owns, none owned
+// twice); beyond it, no key twice in one object (a tensor named twice). Errors name the source
+// and the tensor.
 Result<SafetensorsHeader> ParseSafetensorsHeader(const Reader& reader);
 
 // Parses a header from raw bytes (the fuzzer's entry point; `file_size` bounds the data ranges).

@@ -75,61 +75,98 @@ int Assistant::SlidingKeep() const {
   return keep;
 }
 
-Result<std::unique_ptr<Assistant>> Assistant::Load(const std::string& dir, Backend& backend, Model& target) {
+namespace {
+
+// Where an assistant's tensors go: its decoder's and its own.
+struct AssistantSlots {
+  ModelWeights* decoder;
+  Weight* pre_projection;
+  Weight* post_projection;
+  Weight* centroids;
+  Weight* ordering;
+};
+
+// Every tensor of an assistant, the centroid head's token ordering last.
+std::vector<WeightSpec> AssistantSpecs(const AssistantConfig& c, const AssistantSlots& slots) {
+  const int h = c.text.hidden, hb = c.backbone_hidden;
+  std::vector<WeightSpec> specs = ListWeights(c.text, slots.decoder);
+  for (WeightSpec& s : specs) s.name = "model." + s.name;
+  specs.push_back({"pre_projection.weight", {h, 2 * int64_t{hb}}, slots.pre_projection});
+  specs.push_back({"post_projection.weight", {hb, h}, slots.post_projection});
+  if (c.ordered_embeddings) {
+    specs.push_back({"masked_embedding.centroids.weight", {c.num_centroids, h}, slots.centroids});
+    specs.push_back({"masked_embedding.token_ordering", {c.text.vocab}, slots.ordering, /*integer=*/true});
+  }
+  return specs;
+}
+
+}  // namespace
+
+Result<Assistant::Source> Assistant::Check(const std::string& dir, const ModelConfig& t) {
   const std::string config_path = JoinPath(dir, "config.json");
-  G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(config_path));
-  G4_ASSIGN_OR_RETURN(AssistantConfig config, ParseAssistantConfig(text, config_path));
-  const ModelConfig& t = target.config();
-  const ModelConfig& a = config.text;
+  G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(config_path, kMaxConfigBytes));
+  Source src;
+  G4_ASSIGN_OR_RETURN(src.config, ParseAssistantConfig(text, config_path));
+  const AssistantConfig& c = src.config;
+  const ModelConfig& a = c.text;
 
   // Against the target, before anything is allocated.
-  if (config.backbone_hidden != t.hidden) {
-    return InvalidArgument(config_path + ": backbone_hidden_size " + std::to_string(config.backbone_hidden) +
+  if (c.backbone_hidden != t.hidden) {
+    return InvalidArgument(config_path + ": backbone_hidden_size " + std::to_string(c.backbone_hidden) +
                            " differs from the target's hidden size " + std::to_string(t.hidden));
   }
   if (a.vocab != t.vocab) {
     return InvalidArgument(config_path + ": vocab_size " + std::to_string(a.vocab) + " differs from the target's " +
                            std::to_string(t.vocab));
   }
-  G4_ASSIGN_OR_RETURN(std::vector<DonorLink> links, LinkDonors(config, t, config_path));
-  for (size_t i = 0; i < links.size(); ++i) config.text.layers[i].kv_heads = links[i].kv_heads;
+  // Each layer attends over its donor's K/V as the donor has them: the donor's KV heads.
+  G4_ASSIGN_OR_RETURN(src.links, LinkDonors(c, t, config_path));
+  for (size_t i = 0; i < src.links.size(); ++i) {
+    src.config.text.layers[i].kv_heads = src.links[i].kv_heads;
+    (a.layers[i].type == AttentionType::kFull ? src.donor_full : src.donor_sliding) = src.links[i].layer;
+  }
 
-  G4_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> ckpt, Checkpoint::Open(dir));
-  std::unique_ptr<Assistant> as(new Assistant(std::move(config), std::move(ckpt), backend, target));
-  for (size_t i = 0; i < links.size(); ++i) {
-    (as->config_.text.layers[i].type == AttentionType::kFull ? as->donor_full_ : as->donor_sliding_) = links[i].layer;
-  }
-  as->donors_ = std::move(links);
-  const AssistantConfig& c = as->config_;
-  const int h = c.text.hidden, hb = c.backbone_hidden;
-  std::vector<WeightSpec> specs = ListWeights(c.text, &as->weights_);
-  for (WeightSpec& s : specs) s.name = "model." + s.name;
-  specs.push_back({"pre_projection.weight", {h, 2 * int64_t{hb}}, &as->pre_projection_});
-  specs.push_back({"post_projection.weight", {hb, h}, &as->post_projection_});
-  Weight ordering;
+  G4_ASSIGN_OR_RETURN(src.ckpt, Checkpoint::Open(dir));
+  ModelWeights decoder;
+  Weight pre, post, centroids, ordering;
+  const std::vector<WeightSpec> specs = AssistantSpecs(c, {&decoder, &pre, &post, &centroids, &ordering});
+  G4_RETURN_IF_ERROR(PlanWeights(*src.ckpt, specs).status());
   if (c.ordered_embeddings) {
-    specs.push_back({"masked_embedding.centroids.weight", {c.num_centroids, h}, &as->centroids_});
-    specs.push_back({"masked_embedding.token_ordering", {c.text.vocab}, &ordering, /*integer=*/true});
-  }
-  G4_ASSIGN_OR_RETURN(WeightPlan plan, PlanWeights(*as->ckpt_, specs));
-  if (c.ordered_embeddings) {
-    // The ordering stays on the host: a permutation of the vocabulary, checked before loading.
-    const CheckpointTensor* t_ord = as->ckpt_->Find("masked_embedding.token_ordering");
-    std::vector<int64_t> raw(c.text.vocab);
-    G4_RETURN_IF_ERROR(as->ckpt_->file(t_ord->file).Read(t_ord->info.offset, t_ord->info.bytes, raw.data()));
-    std::vector<bool> seen(c.text.vocab, false);
+    // The ordering stays on the host: a permutation of the vocabulary.
+    const CheckpointTensor* t_ord = src.ckpt->Find("masked_embedding.token_ordering");
+    std::vector<int64_t> raw(a.vocab);
+    G4_RETURN_IF_ERROR(src.ckpt->file(t_ord->file).Read(t_ord->info.offset, t_ord->info.bytes, raw.data()));
+    std::vector<bool> seen(a.vocab, false);
     for (int64_t v : raw) {
-      if (v < 0 || v >= c.text.vocab || seen[v]) {
-        return InvalidArgument(as->ckpt_->file(t_ord->file).Name() +
+      if (v < 0 || v >= a.vocab || seen[v]) {
+        return InvalidArgument(src.ckpt->file(t_ord->file).Name() +
                                ": tensor masked_embedding.token_ordering is not a permutation of the vocabulary");
       }
       seen[v] = true;
-      as->token_ordering_.push_back(static_cast<int32_t>(v));
+      src.token_ordering.push_back(static_cast<int32_t>(v));
     }
-    plan.items.pop_back();  // read above; the backend gets it as floats (device drafting)
-    std::vector<uint8_t> bytes(raw.size() * sizeof(float));
-    for (size_t i = 0; i < raw.size(); ++i) {
-      const float f = static_cast<float>(raw[i]);
+  }
+  return src;
+}
+
+Result<std::unique_ptr<Assistant>> Assistant::Load(const std::string& dir, Backend& backend, Model& target) {
+  G4_ASSIGN_OR_RETURN(Source src, Check(dir, target.config()));
+  std::unique_ptr<Assistant> as(new Assistant(std::move(src.config), std::move(src.ckpt), backend, target));
+  as->donor_sliding_ = src.donor_sliding;
+  as->donor_full_ = src.donor_full;
+  as->donors_ = std::move(src.links);
+  as->token_ordering_ = std::move(src.token_ordering);
+  const AssistantConfig& c = as->config_;
+  Weight ordering;
+  const std::vector<WeightSpec> specs =
+      AssistantSpecs(c, {&as->weights_, &as->pre_projection_, &as->post_projection_, &as->centroids_, &ordering});
+  G4_ASSIGN_OR_RETURN(WeightPlan plan, PlanWeights(*as->ckpt_, specs));
+  if (c.ordered_embeddings) {
+    plan.items.pop_back();  // checked and read by Check; the backend gets it as floats (device drafting)
+    const std::vector<int32_t>& order = as->token_ordering_;
+    std::vector<uint8_t> bytes(order.size() * sizeof(float));
+    for (size_t i = 0; i < order.size(); ++i) {
+      const float f = static_cast<float>(order[i]);
       std::memcpy(bytes.data() + i * sizeof(float), &f, sizeof(float));
     }
     as->ordering_source_ = MakeMemoryReader(std::move(bytes), "token_ordering (float32)");

@@ -36,6 +36,17 @@ class Assistant {
   // allocated; on error the target is untouched. The loaded config's layers carry the donors' KV
   // heads.
   static Result<std::unique_ptr<Assistant>> Load(const std::string& dir, Backend& backend, Model& target);
+  // The same checks without a backend or a loaded target (Load runs them first; export runs them
+  // before writing): the config against the target's, every tensor present with its dtype and
+  // shape, and the centroid head's token ordering a permutation of the vocabulary.
+  struct Source {
+    AssistantConfig config;
+    std::unique_ptr<Checkpoint> ckpt;
+    int donor_sliding = -1, donor_full = -1;
+    std::vector<DonorLink> links;         // per assistant layer
+    std::vector<int32_t> token_ordering;  // with use_ordered_embeddings
+  };
+  static Result<Source> Check(const std::string& dir, const ModelConfig& target);
 
   const AssistantConfig& config() const { return config_; }
   // Sliding positions the target's cache must hold for drafting (window + 1).

@@ -204,6 +204,10 @@ Result<ModelConfig> ParseText(const json& root, const std::string& source, bool 
   double eps = 1e-6;
   G4_RETURN_IF_ERROR(t.Float("rms_norm_eps", &eps));
   c.rms_eps = static_cast<float>(eps);
+  // Zero would divide by zero on a zero row and a negative value by the root of a negative one.
+  if (!(c.rms_eps > 0)) {
+    return InvalidArgument(where + "rms_norm_eps: must be positive (it is " + t.Find("rms_norm_eps")->dump() + ")");
+  }
   if (const json* sc = t.Find("final_logit_softcapping")) {
     if (!sc->is_number()) return InvalidArgument(where + "final_logit_softcapping: expected a number or null");
     c.final_softcap = static_cast<float>(sc->get<double>());
@@ -436,11 +440,11 @@ Status ApplyGenerationConfig(const std::string& json_text, const std::string& so
 
 Result<ModelConfig> LoadModelConfig(const std::string& dir) {
   const std::string path = JoinPath(dir, "config.json");
-  G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+  G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, kMaxConfigBytes));
   G4_ASSIGN_OR_RETURN(ModelConfig config, ParseModelConfig(text, path));
   const std::string gen_path = JoinPath(dir, "generation_config.json");
   if (FileExists(gen_path)) {
-    G4_ASSIGN_OR_RETURN(std::string gen_text, ReadTextFile(gen_path));
+    G4_ASSIGN_OR_RETURN(std::string gen_text, ReadTextFile(gen_path, kMaxConfigBytes));
     G4_RETURN_IF_ERROR(ApplyGenerationConfig(gen_text, gen_path, &config));
   }
   return config;

@@ -42,10 +42,17 @@ size_t KvCache::bytes() const {
   return b;
 }
 
+Result<Model::Source> Model::Check(const std::string& dir) {
+  Source s;
+  G4_ASSIGN_OR_RETURN(s.config, LoadModelConfig(dir));
+  G4_ASSIGN_OR_RETURN(s.ckpt, Checkpoint::Open(dir));
+  G4_RETURN_IF_ERROR(PlanModel(s.config, *s.ckpt).status());
+  return s;
+}
+
 Result<std::unique_ptr<Model>> Model::Load(const std::string& dir, Backend& backend) {
-  G4_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
-  G4_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> ckpt, Checkpoint::Open(dir));
-  return Load(std::move(config), std::move(ckpt), backend);
+  G4_ASSIGN_OR_RETURN(Source s, Check(dir));
+  return Load(std::move(s.config), std::move(s.ckpt), backend);
 }
 
 Result<std::unique_ptr<Model>> Model::Load(ModelConfig config, std::unique_ptr<Checkpoint> ckpt, Backend& backend) {

@@ -42,7 +42,15 @@ class KvCache {
 
 class Model {
  public:
-  // Reads DIR/config.json (+ generation_config.json) and the safetensors files.
+  // A model folder checked as Load checks it before allocating anything: config.json (and
+  // generation_config.json) parse, and every tensor the config implies is in the safetensors
+  // files with its dtype and shape. Reads only the configs and the safetensors headers.
+  struct Source {
+    ModelConfig config;
+    std::unique_ptr<Checkpoint> ckpt;
+  };
+  static Result<Source> Check(const std::string& dir);
+  // Reads DIR/config.json (+ generation_config.json) and the safetensors files (Check, then loads).
   static Result<std::unique_ptr<Model>> Load(const std::string& dir, Backend& backend);
   static Result<std::unique_ptr<Model>> Load(ModelConfig config, std::unique_ptr<Checkpoint> ckpt, Backend& backend);
 

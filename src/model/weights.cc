@@ -192,18 +192,25 @@ Status ReadLayerScalars(const Checkpoint& ckpt, const std::string& prefix, int l
   return Status::Ok();
 }
 
+Result<std::unique_ptr<ModelPlan>> PlanModel(const ModelConfig& config, const Checkpoint& ckpt) {
+  auto mp = std::make_unique<ModelPlan>();
+  G4_ASSIGN_OR_RETURN(mp->prefix, DetectPrefix(ckpt));
+  mp->specs = ListWeights(config, &mp->slots);
+  for (WeightSpec& s : mp->specs) s.name = mp->prefix + s.name;
+  G4_ASSIGN_OR_RETURN(mp->plan, PlanWeights(ckpt, mp->specs));
+  return mp;
+}
+
 Status LoadWeights(const ModelConfig& config, const Checkpoint& ckpt, Backend& backend, ModelWeights* weights,
                    std::vector<std::unique_ptr<Buffer>>* buffers, LoadReport* report) {
-  G4_ASSIGN_OR_RETURN(std::string prefix, DetectPrefix(ckpt));
-  report->prefix = prefix;
-  ModelWeights staged;
-  std::vector<WeightSpec> specs = ListWeights(config, &staged);
-  for (WeightSpec& s : specs) s.name = prefix + s.name;
-  G4_ASSIGN_OR_RETURN(WeightPlan plan, PlanWeights(ckpt, specs));
+  G4_ASSIGN_OR_RETURN(std::unique_ptr<ModelPlan> mp, PlanModel(config, ckpt));
+  const WeightPlan& plan = mp->plan;
+  ModelWeights& staged = mp->slots;
+  report->prefix = mp->prefix;
   std::vector<std::unique_ptr<Buffer>> loaded;
   std::map<std::string, uint64_t> by_dtype;
   G4_RETURN_IF_ERROR(LoadPlan(ckpt, plan, backend, &loaded, &by_dtype));
-  G4_RETURN_IF_ERROR(ReadLayerScalars(ckpt, prefix, config.num_layers, &staged.layer_scalars));
+  G4_RETURN_IF_ERROR(ReadLayerScalars(ckpt, mp->prefix, config.num_layers, &staged.layer_scalars));
 
   std::set<std::string> used;
   for (const WeightPlan::Item& item : plan.items) {

@@ -100,8 +100,20 @@ Result<std::string> DetectPrefix(const Checkpoint& ckpt);
 // Reads layer_scalar values to the host.
 Status ReadLayerScalars(const Checkpoint& ckpt, const std::string& prefix, int layers, std::vector<float>* out);
 
-// Checks every expected tensor (present, shape, dtype, inside its file) before anything is
-// allocated, then loads them through the backend. On error nothing stays allocated.
+// The tensors a text decoder's config implies, found and checked in a checkpoint (present, shape
+// and dtype; DetectPrefix, ListWeights under that prefix, PlanWeights): what loading checks before
+// it allocates, and what export checks before it writes. Held on the heap: the plan points into
+// the specs and the specs into the slots.
+struct ModelPlan {
+  std::string prefix;
+  ModelWeights slots;
+  std::vector<WeightSpec> specs;
+  WeightPlan plan;
+};
+Result<std::unique_ptr<ModelPlan>> PlanModel(const ModelConfig& config, const Checkpoint& ckpt);
+
+// Checks every expected tensor (PlanModel) before anything is allocated, then loads them through
+// the backend. On error nothing stays allocated.
 Status LoadWeights(const ModelConfig& config, const Checkpoint& ckpt, Backend& backend, ModelWeights* weights,
                    std::vector<std::unique_ptr<Buffer>>* buffers, LoadReport* report);
 

@@ -2,6 +2,7 @@
 // pre-tokenizer, decoder and post-processor. Unsupported components are errors that name the
 // field, never silently ignored.
 #include <cstring>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -220,7 +221,7 @@ bool AllFalse(const json& obj, std::initializer_list<const char*> keys) {
 }  // namespace
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
-  G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path));
+  G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, kMaxTokenizerBytes));
   return FromJson(text, path);
 }
 
@@ -264,11 +265,20 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json_tex
   if (sax.vocab_bad) return Bad(mw, "vocab['" + sax.vocab_bad_key + "']: expected a token id below 2^24");
   int32_t max_id = -1;
   im.vocab.reserve(sax.vocab.size() + 8192);
+  // One piece per id and one id per piece: an id shared by two pieces would decode as one of them
+  // whichever was meant, and a piece listed twice keeps only one of its ids.
+  std::vector<const std::string*> piece_of;  // by id: the vocabulary's piece (map keys stay put)
   for (auto& [piece, raw_id] : sax.vocab) {
     if (raw_id >= (1u << 24)) return Bad(mw, "vocab['" + piece + "']: expected a token id below 2^24");
     const auto id = static_cast<int32_t>(raw_id);
+    if (piece_of.size() <= static_cast<size_t>(id)) piece_of.resize(static_cast<size_t>(id) + 1, nullptr);
+    if (piece_of[id]) {
+      return Bad(mw, "vocab: '" + *piece_of[id] + "' and '" + piece + "' have the same id " + std::to_string(id));
+    }
     max_id = std::max(max_id, id);
-    im.vocab[std::move(piece)] = id;
+    auto [it, added] = im.vocab.emplace(std::move(piece), id);
+    if (!added) return Bad(mw, "vocab['" + it->first + "']: listed twice");
+    piece_of[id] = &it->first;
   }
   // --- added tokens
   struct Added {
@@ -277,6 +287,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json_tex
     bool special, normalized;
   };
   std::vector<Added> added;
+  std::unordered_map<int32_t, size_t> added_at;  // by id: the first added token of that id
   if (auto at = root.find("added_tokens"); at != root.end() && !at->is_null()) {
     if (!at->is_array()) return Bad(source, "added_tokens: expected a list");
     for (size_t i = 0; i < at->size(); ++i) {
@@ -293,6 +304,13 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json_tex
       if (!AllFalse(a, {"lstrip", "rstrip", "single_word"})) {
         return Unimplemented(where + ": lstrip, rstrip and single_word are not supported");
       }
+      // An added token may repeat the vocabulary's piece of its id (as Gemma's do), never another.
+      const std::string* same_id = static_cast<size_t>(e.id) < piece_of.size() ? piece_of[e.id] : nullptr;
+      if (auto seen = added_at.find(e.id); seen != added_at.end()) same_id = &added[seen->second].content;
+      if (same_id && *same_id != e.content) {
+        return Bad(where, "id " + std::to_string(e.id) + " is already '" + *same_id + "', not '" + e.content + "'");
+      }
+      added_at.emplace(e.id, added.size());
       added.push_back(std::move(e));
       max_id = std::max(max_id, added.back().id);
     }
