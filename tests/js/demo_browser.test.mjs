@@ -164,3 +164,19 @@ test('the demo page chats with the bundled model in headless Chromium', { timeou
     closeServer(server);
   }
 });
+
+test('a tokenizer given apart is not asked of the model folder', { timeout: 300000 }, async () => {
+  const asked = [];
+  const server = await serve({ onResponse: (method, path, status) => asked.push(`${status} ${path}`) });
+  try {
+    const url = (path) => `http://127.0.0.1:${server.address().port}/${path}`;
+    const { createGemma4 } = await import('../../dist/gemma4.mjs');
+    const gemma = await createGemma4({ backend: 'cpu', cache: false });
+    await gemma.load({ target: url('testdata/models/e2b_mini/'), tokenizer: url('testdata/tokenizers/mini/tokenizer.json') });
+    assert.ok(asked.includes('200 /testdata/tokenizers/mini/tokenizer.json'), asked.join(', '));
+    assert.ok(!asked.some((a) => a.endsWith('/testdata/models/e2b_mini/tokenizer.json')), asked.join(', '));
+    await gemma.unload();
+  } finally {
+    closeServer(server);
+  }
+});
