@@ -8,7 +8,7 @@
 //   for await (const chunk of await gemma.chat.completions.create({ messages, stream: true })) ...
 import { instantiate } from './module.mjs';
 import { createMemoryWasi } from './wasi_memfs.mjs';
-import { openModel, tokenizerSource } from './sources.mjs';
+import { deleteCache, openModel, tokenizerSource } from './sources.mjs';
 import { workerClient } from './worker.mjs';
 import { dawnToggles } from './dawn_toggles.mjs';
 import { PROFILE_SCHEMA_VERSION } from './gpu_bridge.mjs';
@@ -39,7 +39,7 @@ const CREATE_OPTIONS = ['model', 'messages', 'stream', 'max_tokens', 'max_comple
 
 // build: { factory, mtp, profile, wasm (URL of the module), moduleUrl (of the entry, for workers) }.
 export function defineFactory(build) {
-  return async function create(options = {}) {
+  const create = async function create(options = {}) {
     checkKeys(`${build.factory} options`, options, FACTORY_OPTIONS);
     if (options.gpuValidation !== undefined && typeof options.gpuValidation !== 'boolean') {
       throw new TypeError(`gemma4 ${build.factory} options: gpuValidation must be true or false`);
@@ -55,6 +55,8 @@ export function defineFactory(build) {
     await rt.init();
     return rt;
   };
+  create.deleteCache = deleteCache;
+  return create;
 }
 
 async function wasmModule(source) {
@@ -203,7 +205,7 @@ class Runtime {
       throw new TypeError("gemma4 load: draftPolicy must be 'adaptive' or 'fixed'");
     }
     if (fresh) {
-      await target.describe();
+      await target.describe(args.tokenizer !== undefined ? ['tokenizer.json'] : []);
       await assistant?.describe();
       if (args.tokenizer !== undefined) {
         target.files.set('tokenizer.json', await tokenizerSource(args.tokenizer, { onProgress, useCache: this.#options.cache ?? true }));

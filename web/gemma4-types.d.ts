@@ -45,7 +45,7 @@ export interface LoadOptions {
   target: ModelSource;
   /** The MTP assistant (createGemma4Mtp builds only). */
   assistant?: ModelSource;
-  /** tokenizer.json when it is not beside the target. */
+  /** tokenizer.json when it is not beside the target (the target's folder is then not asked for one). */
   tokenizer?: string | URL | Blob | Uint8Array;
   onProgress?: (p: LoadProgress) => void;
   /** Positions the K/V cache holds (default 4096). */
@@ -198,4 +198,10 @@ export interface Gemma4Runtime {
   terminate?(): void;
 }
 
-export type Gemma4Factory = (options?: FactoryOptions) => Promise<Gemma4Runtime>;
+export interface Gemma4Factory {
+  (options?: FactoryOptions): Promise<Gemma4Runtime>;
+  /** Deletes every model file the runtime keeps in this origin's Cache API (all models, whichever
+   *  build cached them); resolves to the number of files deleted (0 without a Cache API, as in Node).
+   *  A model loaded already stays usable; the next load downloads again. */
+  deleteCache(): Promise<number>;
+}

@@ -167,8 +167,18 @@ function fetchUrl(url, ctx) {
   return urlFolder(url.slice(0, slash + 1), ctx).fetch(url.slice(slash + 1));
 }
 
+// Deletes every file the runtime keeps in this origin's Cache API (all models); resolves to the
+// number of model files deleted (0 where there is no Cache API, as in Node).
+export async function deleteCache() {
+  if (typeof caches === 'undefined' || !(await caches.has(CACHE_NAME))) return 0;
+  const keys = await (await caches.open(CACHE_NAME)).keys();
+  await caches.delete(CACHE_NAME);
+  return keys.filter((r) => !r.url.endsWith('.gemma4-files.json')).length;
+}
+
 // Opens a model folder in two steps, so that the configuration can be checked before any weight
-// is fetched: describe() gets the small files, weights() the rest. `label` names the model in
+// is fetched: describe(skip) gets the small files but the optional ones named in `skip` (given
+// otherwise: never asked for), weights() the rest. `label` names the model in
 // errors and progress; onProgress gets { model, file, phase, loaded, total } with phase
 // 'download', 'cached' (served from the cache) or 'cache-error' (not stored: { error }).
 export function openModel(spec, { label, onProgress = () => {}, useCache = true }) {
@@ -209,23 +219,24 @@ export function openModel(spec, { label, onProgress = () => {}, useCache = true 
   return {
     files,
     counts,
-    async describe() {
+    async describe(skip = []) {
+      const optional = OPTIONAL.filter((name) => !skip.includes(name));
       if (kind === 'path') {
         const fs = await import('node:fs');
         const path = await import('node:path');
-        for (const name of ['config.json', ...OPTIONAL]) {
+        for (const name of ['config.json', ...optional]) {
           const p = path.join(spec, name);
           if (fs.existsSync(p)) files.set(name, new Uint8Array(fs.readFileSync(p)));
         }
         if (!files.has('config.json')) throw new Error(`gemma4 load (${label}): ${path.join(spec, 'config.json')} not found`);
       } else if (kind === 'url') {
         files.set('config.json', await folder.fetch('config.json'));
-        for (const name of OPTIONAL) {
+        for (const name of optional) {
           const s = await folder.fetch(name, { optional: true });
           if (s) files.set(name, s);
         }
       } else {
-        await resolveUrls(['config.json', ...OPTIONAL]);
+        await resolveUrls(['config.json', ...optional]);
         if (!files.has('config.json')) throw new Error(`gemma4 load (${label}): no config.json among the files given`);
       }
     },

@@ -23,6 +23,8 @@ export async function use(): Promise<string> {
   const s: Stats = gemma.stats();
   console.log(s.drafted, s.accepted_per_position, s.profile.schema_version);
   await gemma.unload();
+  const deleted: number = await createGemma4Mtp.deleteCache();
+  console.log(deleted);
   const plain = await createGemma4({ worker: true });
   plain.terminate?.();
   const prof = await createGemma4MtpProfile();
