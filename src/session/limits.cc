@@ -1,0 +1,75 @@
+#include "session/limits.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#ifdef __wasi__
+#include <unistd.h>  // getentropy: WASI's random_get
+#else
+#include <random>
+#endif
+
+namespace g4 {
+
+const Limit* FindLimit(const std::string& key) {
+  for (const Limit* l : limits::kAllLimits) {
+    if (key == l->key) return l;
+  }
+  return nullptr;
+}
+
+std::string FormatNumber(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9.3e18) {
+    return std::to_string(static_cast<long long>(v));
+  }
+  char buf[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+std::string RangeText(const Limit& limit) {
+  return std::string(limit.integer() ? "an integer" : "a number") + " in " + (limit.min_open ? "(" : "[") +
+         FormatNumber(limit.min) + ", " + FormatNumber(limit.max) + "]";
+}
+
+Status CheckLimit(const Limit& limit, double v, const std::string& name) {
+  if (limit.Contains(v)) return Status::Ok();
+  return InvalidArgument(name + " must be " + RangeText(limit) + ", not " + FormatNumber(v));
+}
+
+nlohmann::json LimitsJson() {
+  nlohmann::json j = nlohmann::json::object();
+  for (const Limit* l : limits::kAllLimits) {
+    j[l->key] = {{"flag", l->flag},
+                 {"js", l->js},
+                 {"integer", l->integer()},
+                 {"min", l->min},
+                 {"max", l->max},
+                 {"min_open", l->min_open},
+                 {"default", l->has_fallback() ? nlohmann::json(l->fallback) : nlohmann::json(nullptr)},
+                 {"default_text", l->default_text},
+                 {"range", RangeText(*l)},
+                 {"meaning", l->meaning}};
+  }
+  return j;
+}
+
+Result<uint64_t> RandomSeed() {
+  uint64_t bits = 0;
+#ifdef __wasi__
+  if (getentropy(&bits, sizeof(bits)) != 0) return Internal("seed: the host's random source (random_get) failed");
+#else
+  std::random_device source;
+  bits = (static_cast<uint64_t>(source()) << 32) ^ source();
+#endif
+  // Kept inside the seed's range, so a seed drawn here can be given back to reproduce a run.
+  return bits & ((uint64_t{1} << 53) - 1);
+}
+
+}  // namespace g4
