@@ -216,8 +216,14 @@ TEST(Limits, RangesPrintIntegersAsIntegersAndErrorsNameTheOption) {
             "contextLength must be an integer in [1, 16777216], not 0");
   EXPECT_EQ(CheckLimit(limits::kTemperature, 0.25, "--temperature").message(), "");
   EXPECT_FALSE(CheckLimit(limits::kTopK, 1.5, "top_k").ok());
-  EXPECT_EQ(FormatNumber(0.1), "0.1");
-  EXPECT_EQ(FormatNumber(1e-20), "1e-20");
+  // As JavaScript's String(number).
+  for (auto [v, text] : std::initializer_list<std::pair<double, const char*>>{
+           {0.1, "0.1"}, {1e-20, "1e-20"}, {-1.0000000000000002e-06, "-0.0000010000000000000002"}, {1e-7, "1e-7"},
+           {1e21, "1e+21"}, {123456789012345680000.0, "123456789012345680000"}, {16777216, "16777216"},
+           {9007199254740991.0, "9007199254740991"}, {-2.5, "-2.5"}, {1000.000001, "1000.000001"}, {0, "0"},
+           {1.5e300, "1.5e+300"}, {0.000001, "0.000001"}}) {
+    EXPECT_EQ(FormatNumber(v), text);
+  }
   EXPECT_EQ(limits::kDraftTokens.max, kMaxDraftTokens);
   EXPECT_EQ(limits::kDraftTokens.fallback, 2);
 }

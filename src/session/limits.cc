@@ -22,15 +22,30 @@ const Limit* FindLimit(const std::string& key) {
 }
 
 std::string FormatNumber(double v) {
-  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9.3e18) {
-    return std::to_string(static_cast<long long>(v));
-  }
-  char buf[32];
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  if (v == 0) return "0";
+  // The fewest significant digits that read back as v: d.ddd x 10^e.
+  char buf[40];
   for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+    std::snprintf(buf, sizeof(buf), "%.*e", precision - 1, v);
     if (std::strtod(buf, nullptr) == v) break;
   }
-  return buf;
+  const char* e = std::strchr(buf, 'e');
+  std::string digits;
+  for (const char* c = buf; c < e; ++c) {
+    if (*c >= '0' && *c <= '9') digits += *c;
+  }
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  // ECMAScript's Number::toString: v = 0.digits x 10^n, k digits.
+  const int n = std::atoi(e + 1) + 1, k = static_cast<int>(digits.size());
+  std::string out = v < 0 ? "-" : "";
+  if (k <= n && n <= 21) return out + digits + std::string(n - k, '0');
+  if (0 < n && n <= 21) return out + digits.substr(0, n) + "." + digits.substr(n);
+  if (-6 < n && n <= 0) return out + "0." + std::string(-n, '0') + digits;
+  out += digits.substr(0, 1);
+  if (k > 1) out += "." + digits.substr(1);
+  return out + "e" + (n - 1 >= 0 ? "+" : "-") + std::to_string(std::abs(n - 1));
 }
 
 std::string RangeText(const Limit& limit) {

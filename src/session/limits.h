@@ -82,7 +82,8 @@ const Limit* FindLimit(const std::string& key);
 
 // "an integer in [1, 16777216]", "a number in (0, 1]": integers print as integers.
 std::string RangeText(const Limit& limit);
-// A number as the range prints it: integers without a fraction, others as short as they read back.
+// A number as JavaScript prints it (the API prints the same errors): the fewest digits that read
+// back as it, integers without a fraction, exponents below 1e-6 and from 1e21.
 std::string FormatNumber(double v);
 
 // Ok when `v` is in the range; else "<name> must be <range>, not <v>" (`name` as the caller's
