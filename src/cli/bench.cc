@@ -267,26 +267,19 @@ int RunBench(const std::vector<std::string>& argv) {
   if (!parsed.ok()) return Fail(parsed.status());
   const Args& a = *parsed;
   if (!a.Has("model")) return Fail(InvalidArgument("bench: --model DIR is required (make one with gemma4 synth)"));
-  if (a.Has("draft-tokens") && !a.Has("assistant")) {
-    return Fail(InvalidArgument("bench: --draft-tokens goes with --assistant DIR"));
-  }
+  auto options = EngineOptionsFor(a, "bench");
+  if (!options.ok()) return Fail(options.status());
   auto prompt_tokens = a.GetInt("prompt-tokens", 64, 1, 1 << 16);
   auto decode_tokens = a.GetInt("decode-tokens", 16, 2, 1 << 16);
   auto bw_mib = a.GetInt("bandwidth-mib", 2048, 64, 1 << 16);
   auto ahead = a.GetInt("decode-ahead", -1, -1, 16);
-  auto k = a.GetOption(limits::kDraftTokens, limits::kDraftTokens.CliFallback());
-  for (const Status* s : {&prompt_tokens.status(), &decode_tokens.status(), &bw_mib.status(), &ahead.status(),
-                          &k.status()}) {
+  for (const Status* s : {&prompt_tokens.status(), &decode_tokens.status(), &bw_mib.status(), &ahead.status()}) {
     if (!s->ok()) return Fail(*s);
   }
   auto backend_for = BackendFor(a);
   if (!backend_for.ok()) return Fail(backend_for.status());
-  EngineOptions options;
-  options.target = a.Get("model");
-  options.assistant = a.Get("assistant");
-  options.tokenizer_use = EngineOptions::TokenizerUse::kNone;
-  options.draft_tokens = static_cast<int>(*k);
-  auto opened = Engine::Open(options);
+  options->tokenizer_use = EngineOptions::TokenizerUse::kNone;
+  auto opened = Engine::Open(*options);
   if (!opened.ok()) return Fail(opened.status());
   Engine& engine = **opened;
   // Room for the prompt and two decodes of it (plain and side by side); prefill in one batch.

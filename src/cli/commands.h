@@ -14,6 +14,10 @@ namespace g4::cli {
 // with --threads; the engine calls it with the arena its context needs.
 Result<BackendFactory> BackendFor(const Args& a);
 
+// What generate and bench tell the engine alike: --model, --assistant and --draft-tokens (which
+// goes with --assistant); `command` names the command in errors.
+Result<EngineOptions> EngineOptionsFor(const Args& a, const std::string& command);
+
 // Each returns the process exit code; errors go to stderr.
 int RunGenerate(const std::vector<std::string>& args);
 int RunInspect(const std::vector<std::string>& args);

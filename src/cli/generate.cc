@@ -31,6 +31,19 @@ Result<BackendFactory> BackendFor(const Args& a) {
 #endif
 }
 
+Result<EngineOptions> EngineOptionsFor(const Args& a, const std::string& command) {
+  if (a.Has("draft-tokens") && !a.Has("assistant")) {
+    return InvalidArgument(command + ": --draft-tokens goes with --assistant DIR");
+  }
+  G4_ASSIGN_OR_RETURN(const double draft_tokens,
+                      a.GetOption(limits::kDraftTokens, limits::kDraftTokens.CliFallback()));
+  EngineOptions options;
+  options.target = a.Get("model");
+  options.assistant = a.Get("assistant");
+  options.draft_tokens = static_cast<int>(draft_tokens);
+  return options;
+}
+
 int RunGenerate(const std::vector<std::string>& argv) {
   auto parsed = Args::Parse(argv,
                             {"model", "prompt-ids", "prompt", "max-new-tokens", "temperature", "top-k", "top-p",
@@ -43,9 +56,8 @@ int RunGenerate(const std::vector<std::string>& argv) {
     return Fail(InvalidArgument("generate: give exactly one of --prompt-ids and --prompt"));
   }
   if (a.Has("chat") && !a.Has("prompt")) return Fail(InvalidArgument("generate: --chat goes with --prompt TEXT"));
-  if (a.Has("draft-tokens") && !a.Has("assistant")) {
-    return Fail(InvalidArgument("generate: --draft-tokens goes with --assistant DIR"));
-  }
+  auto engine_options = EngineOptionsFor(a, "generate");
+  if (!engine_options.ok()) return Fail(engine_options.status());
   // Flags of the limits table: unset ones take the CLI's defaults (greedy, 32 tokens), but the
   // seed, which is random unless given.
   using namespace limits;
@@ -55,24 +67,20 @@ int RunGenerate(const std::vector<std::string>& argv) {
   auto top_p = a.GetOption(kTopP, kTopP.CliFallback());
   auto seed = a.GetOption(kSeed);
   auto top_logits = a.GetOption(kTopLogits, kTopLogits.CliFallback());
-  auto draft_tokens = a.GetOption(kDraftTokens, kDraftTokens.CliFallback());
   for (const Status* s : {&max_new.status(), &temperature.status(), &top_k.status(), &top_p.status(), &seed.status(),
-                          &top_logits.status(), &draft_tokens.status()}) {
+                          &top_logits.status()}) {
     if (!s->ok()) return Fail(*s);
   }
   auto backend_for = BackendFor(a);
   if (!backend_for.ok()) return Fail(backend_for.status());
 
   // The tokenizer: --tokenizer FILE, else tokenizer.json beside the model (needed for --prompt).
-  EngineOptions options;
-  options.target = a.Get("model");
-  options.assistant = a.Get("assistant");
+  EngineOptions& options = *engine_options;
   options.tokenizer = a.Get("tokenizer");
   if (a.Has("prompt")) {
     options.tokenizer_use = EngineOptions::TokenizerUse::kRequired;
     options.tokenizer_needed_by = "generate: --prompt needs a tokenizer (--tokenizer FILE or tokenizer.json beside the model)";
   }
-  options.draft_tokens = static_cast<int>(*draft_tokens);
   auto engine = Engine::Open(options);
   if (!engine.ok()) return Fail(engine.status());
   Engine& e = **engine;
