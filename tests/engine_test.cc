@@ -250,6 +250,21 @@ TEST(Limits, TheJsonTableHoldsEveryOptionOnce) {
   EXPECT_EQ(FindLimit("nope"), nullptr);
 }
 
+TEST(Limits, AChoiceTakesItsWordsAndDefaultsToTheFirst) {
+  constexpr Limit kPolicy{"draft_policy", "draft-policy", "draftPolicy", LimitKind::kChoice, 0, 0, false, kNoDefault,
+                          kNoDefault, "adaptive", "how many drafts a round makes", "adaptive|fixed"};
+  EXPECT_EQ(Choices(kPolicy), (std::vector<std::string>{"adaptive", "fixed"}));
+  EXPECT_EQ(RangeText(kPolicy), "one of 'adaptive', 'fixed'");
+  EXPECT_TRUE(CheckChoice(kPolicy, "fixed", "draftPolicy").ok());
+  EXPECT_EQ(CheckChoice(kPolicy, "greedy", "--draft-policy").message(),
+            "--draft-policy must be one of 'adaptive', 'fixed', not 'greedy'");
+  const nlohmann::json j = LimitJson(kPolicy);
+  EXPECT_EQ(j["choices"], nlohmann::json::array({"adaptive", "fixed"}));
+  EXPECT_EQ(j["default"], "adaptive");
+  EXPECT_EQ(j["range"], "one of 'adaptive', 'fixed'");
+  EXPECT_FALSE(j.contains("min"));
+}
+
 TEST(Limits, RandomSeedsAreInRangeAndDiffer) {
   std::set<uint64_t> seen;
   for (int i = 0; i < 4; ++i) {

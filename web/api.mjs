@@ -38,9 +38,16 @@ const CREATE_OPTIONS = ['model', 'messages', 'stream', 'max_tokens', 'max_comple
                         'top_k', 'seed', 'stop', 'mtp'];
 
 // A value of an option of the limits table (src/session/limits.h, read from the module: `limit`
-// is its entry) checked against its range, as the module checks it; undefined when unset.
+// is its entry) checked against its range, or its words for a choice, as the module checks it;
+// undefined when unset.
 export function checkLimit(what, name, value, limit) {
   if (value === undefined || value === null) return undefined;
+  if (limit.choices) {
+    if (!limit.choices.includes(value)) {
+      throw new TypeError(`gemma4 ${what}: ${name} must be ${limit.range}${typeof value === 'string' ? `, not '${value}'` : ''}`);
+    }
+    return value;
+  }
   const inRange = typeof value === 'number' && Number.isFinite(value) && (limit.min_open ? value > limit.min : value >= limit.min) &&
                   value <= limit.max && (!limit.integer || Number.isInteger(value));
   if (!inRange) {

@@ -131,6 +131,13 @@ Result<double> Args::GetOption(const Limit& limit, double fallback) const {
   return v.value_or(fallback);
 }
 
+Result<std::string> Args::GetChoice(const Limit& limit) const {
+  auto it = values_.find(limit.flag);
+  if (it == values_.end()) return Choices(limit)[0];
+  G4_RETURN_IF_ERROR(CheckChoice(limit, it->second, std::string("--") + limit.flag));
+  return it->second;
+}
+
 Result<std::vector<int>> Args::GetIntList(const std::string& flag) const {
   std::vector<int> out;
   const std::string s = Get(flag);

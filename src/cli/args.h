@@ -31,6 +31,8 @@ class Args {
   // nullopt, or `fallback`, when not given.
   Result<std::optional<double>> GetOption(const Limit& limit) const;
   Result<double> GetOption(const Limit& limit, double fallback) const;
+  // A choice option's flag, checked against its words; its default when not given.
+  Result<std::string> GetChoice(const Limit& limit) const;
 
  private:
   std::map<std::string, std::string> values_;

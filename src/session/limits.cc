@@ -1,5 +1,6 @@
 #include "session/limits.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -48,7 +49,23 @@ std::string FormatNumber(double v) {
   return out + "e" + (n - 1 >= 0 ? "+" : "-") + std::to_string(std::abs(n - 1));
 }
 
+std::vector<std::string> Choices(const Limit& limit) {
+  std::vector<std::string> out;
+  const std::string all = limit.choices;
+  for (size_t at = 0; at <= all.size();) {
+    const size_t bar = std::min(all.find('|', at), all.size());
+    out.push_back(all.substr(at, bar - at));
+    at = bar + 1;
+  }
+  return out;
+}
+
 std::string RangeText(const Limit& limit) {
+  if (limit.choice()) {
+    std::string out = "one of ";
+    for (const std::string& c : Choices(limit)) out += (out.size() > 7 ? ", '" : "'") + c + "'";
+    return out;
+  }
   return std::string(limit.integer() ? "an integer" : "a number") + " in " + (limit.min_open ? "(" : "[") +
          FormatNumber(limit.min) + ", " + FormatNumber(limit.max) + "]";
 }
@@ -58,20 +75,33 @@ Status CheckLimit(const Limit& limit, double v, const std::string& name) {
   return InvalidArgument(name + " must be " + RangeText(limit) + ", not " + FormatNumber(v));
 }
 
+Status CheckChoice(const Limit& limit, const std::string& v, const std::string& name) {
+  for (const std::string& c : Choices(limit)) {
+    if (v == c) return Status::Ok();
+  }
+  return InvalidArgument(name + " must be " + RangeText(limit) + ", not '" + v + "'");
+}
+
+nlohmann::json LimitJson(const Limit& l) {
+  nlohmann::json j = {{"flag", l.flag}, {"js", l.js}, {"default_text", l.default_text}, {"range", RangeText(l)},
+                      {"meaning", l.meaning}};
+  if (l.choice()) {
+    const std::vector<std::string> choices = Choices(l);
+    j["choices"] = choices;
+    j["default"] = choices[0];
+    return j;
+  }
+  j["integer"] = l.integer();
+  j["min"] = l.min;
+  j["max"] = l.max;
+  j["min_open"] = l.min_open;
+  j["default"] = l.has_fallback() ? nlohmann::json(l.fallback) : nlohmann::json(nullptr);
+  return j;
+}
+
 nlohmann::json LimitsJson() {
   nlohmann::json j = nlohmann::json::object();
-  for (const Limit* l : limits::kAllLimits) {
-    j[l->key] = {{"flag", l->flag},
-                 {"js", l->js},
-                 {"integer", l->integer()},
-                 {"min", l->min},
-                 {"max", l->max},
-                 {"min_open", l->min_open},
-                 {"default", l->has_fallback() ? nlohmann::json(l->fallback) : nlohmann::json(nullptr)},
-                 {"default_text", l->default_text},
-                 {"range", RangeText(*l)},
-                 {"meaning", l->meaning}};
-  }
+  for (const Limit* l : limits::kAllLimits) j[l->key] = LimitJson(*l);
   return j;
 }
 

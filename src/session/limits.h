@@ -1,7 +1,8 @@
 // Every option a load or a request takes, with its default and its valid range, in one table that
 // every front end reads: the CLI checks its flags with it, the engine checks each request with it,
 // and the JavaScript API reads it from the WebAssembly module (g4_limits) so that its checks are
-// the same ones. Adding an option is one entry here and one line in kAllLimits.
+// the same ones. Adding an option is one entry here and one line in kAllLimits; a numeric one
+// takes a range, one of a few words (kChoice) lists them in `choices`, its default first.
 #pragma once
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -17,7 +19,7 @@
 
 namespace g4 {
 
-enum class LimitKind { kInteger, kNumber };
+enum class LimitKind { kInteger, kNumber, kChoice };
 
 struct Limit {
   const char* key;   // the option in JSON requests (the wasm runtime's C API) and in the table
@@ -32,8 +34,12 @@ struct Limit {
   double cli_fallback;
   const char* default_text;
   const char* meaning;
+  // kChoice: the words it takes, '|'-separated, the default first ("adaptive|fixed"); min, max,
+  // min_open and the fallbacks do not apply.
+  const char* choices = "";
 
   bool integer() const { return kind == LimitKind::kInteger; }
+  bool choice() const { return kind == LimitKind::kChoice; }
   bool has_fallback() const { return !std::isnan(fallback); }
   double CliFallback() const { return std::isnan(cli_fallback) ? fallback : cli_fallback; }
   bool Contains(double v) const {
@@ -80,8 +86,11 @@ inline constexpr const Limit* kAllLimits[] = {&kContext, &kDraftTokens, &kMaxTok
 // The table by key; null for an unknown key.
 const Limit* FindLimit(const std::string& key);
 
-// "an integer in [1, 16777216]", "a number in (0, 1]": integers print as integers.
+// "an integer in [1, 16777216]", "a number in (0, 1]": integers print as integers; "one of
+// 'adaptive', 'fixed'" for a choice.
 std::string RangeText(const Limit& limit);
+// A choice's words, its default first.
+std::vector<std::string> Choices(const Limit& limit);
 // A number as JavaScript prints it (the API prints the same errors): the fewest digits that read
 // back as it, integers without a fraction, exponents below 1e-6 and from 1e21.
 std::string FormatNumber(double v);
@@ -89,10 +98,14 @@ std::string FormatNumber(double v);
 // Ok when `v` is in the range; else "<name> must be <range>, not <v>" (`name` as the caller's
 // front end spells the option: "--top-p", "top_p", "contextLength").
 Status CheckLimit(const Limit& limit, double v, const std::string& name);
+// The same for a choice: "<name> must be one of 'adaptive', 'fixed', not 'x'".
+Status CheckChoice(const Limit& limit, const std::string& v, const std::string& name);
 
 // The table as JSON, keyed by `key`: {flag, js, integer, min, max, min_open, default (null where
-// not a number), default_text, range (RangeText), meaning}.
+// not a number), default_text, range (RangeText), meaning}; a choice has choices (its words,
+// the default first) and default its first word instead of the numbers.
 nlohmann::json LimitsJson();
+nlohmann::json LimitJson(const Limit& limit);  // one entry of it
 
 // A seed from the system's random source (std::random_device; under WASI the random_get import),
 // inside kSeed's range.

@@ -75,6 +75,15 @@ class Fields {
     if (!limit.Contains(d)) return Fail(limit.key, g4::RangeText(limit) + ", not " + g4::FormatNumber(d)), std::nullopt;
     return d;
   }
+  // A choice option of the limits table, checked against its words; nullopt where unset.
+  std::optional<std::string> Choice(const g4::Limit& limit) {
+    if (!Has(limit.key)) return std::nullopt;
+    const json& v = j_[limit.key];
+    if (!v.is_string()) return Fail(limit.key, g4::RangeText(limit)), std::nullopt;
+    const Status s = g4::CheckChoice(limit, v.get<std::string>(), limit.key);
+    if (!s.ok() && status_.ok()) status_ = s;
+    return s.ok() ? std::optional<std::string>(v.get<std::string>()) : std::nullopt;
+  }
   std::string String(const char* key) {
     if (!Has(key)) return "";
     if (!j_[key].is_string()) return Fail(key, "a string"), "";

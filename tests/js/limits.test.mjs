@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { root } from './cli.mjs';
 import { instantiate } from '../../web/module.mjs';
 import { createMemoryWasi } from '../../web/wasi_memfs.mjs';
+import { checkLimit } from '../../web/api.mjs';
 
 const { createGemma4 } = await import(join(root, 'dist', 'gemma4.mjs'));
 const model = join(root, 'testdata/models/e2b_mini');
@@ -124,4 +125,14 @@ test('request options: the API and the module accept and refuse the same edge va
     }
   }
   await g.unload();
+});
+
+test("a choice option is checked against its words, as the module's table gives them", () => {
+  // The shape LimitJson gives an option of LimitKind::kChoice (tests/engine_test.cc).
+  const policy = { js: 'draftPolicy', choices: ['adaptive', 'fixed'], default: 'adaptive', range: "one of 'adaptive', 'fixed'" };
+  assert.equal(checkLimit('load', 'draftPolicy', 'fixed', policy), 'fixed');
+  assert.equal(checkLimit('load', 'draftPolicy', undefined, policy), undefined);
+  assert.throws(() => checkLimit('load', 'draftPolicy', 'greedy', policy),
+                /^TypeError: gemma4 load: draftPolicy must be one of 'adaptive', 'fixed', not 'greedy'$/);
+  assert.throws(() => checkLimit('load', 'draftPolicy', 2, policy), /draftPolicy must be one of 'adaptive', 'fixed'$/);
 });
