@@ -1,5 +1,6 @@
 // The CLI contract, run as a user runs it.
 #include <cstdlib>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -49,6 +50,40 @@ TEST(Cli, SamplingFlagsAreSeeded) {
   CliRun a = Cli(base + " --seed 5"), b = Cli(base + " --seed 5");
   ASSERT_EQ(a.code, 0) << a.out;
   EXPECT_EQ(nlohmann::json::parse(LastLine(a.out))["tokens"], nlohmann::json::parse(LastLine(b.out))["tokens"]);
+}
+
+TEST(Cli, UnseededSamplingDiffersRunToRun) {
+  // Temperature 100 is nearly uniform over the vocabulary: two unseeded runs of 12 tokens agree
+  // with a chance of about vocab^-12.
+  const std::string base = "generate --model " + test::TestData("models/e2b_mini") +
+                           " --prompt-ids 2,105,7 --max-new-tokens 12 --temperature 100 --json";
+  std::set<std::string> seen;
+  for (int i = 0; i < 3; ++i) {
+    CliRun r = Cli(base);
+    ASSERT_EQ(r.code, 0) << r.out;
+    seen.insert(nlohmann::json::parse(LastLine(r.out))["tokens"].dump());
+  }
+  EXPECT_EQ(seen.size(), 3u);
+}
+
+TEST(Cli, FlagErrorsSayWhatIsWrong) {
+  const std::string m = " --model " + test::TestData("models/dense");
+  CliRun r = Cli("generate" + m + " --prompt-ids 2 --seed 18446744073709551615");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("--seed must be an integer in [0, 9007199254740991], not 18446744073709551615"), std::string::npos)
+      << r.out;
+  r = Cli("generate --model --prompt-ids 2,105");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("--model needs a value"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("2,105"), std::string::npos) << r.out;
+  r = Cli("bench" + m + " --draft-tokens 3");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("--draft-tokens goes with --assistant"), std::string::npos) << r.out;
+  // Ranges from the limits table, integers printed as integers.
+  r = Cli("generate" + m + " --prompt-ids 2 --top-p 0");
+  EXPECT_NE(r.out.find("--top-p must be a number in (0, 1], not 0"), std::string::npos) << r.out;
+  r = Cli("inspect" + m + " --context 0");
+  EXPECT_NE(r.out.find("--context must be an integer in [1, 16777216], not 0"), std::string::npos) << r.out;
 }
 
 TEST(Cli, BadInvocationsFailClearly) {
@@ -256,7 +291,11 @@ TEST(Cli, SpeculativeGenerateReportsCountersAndKeepsTokens) {
   EXPECT_EQ(a["stats"]["drafted_per_round"].size(), a["stats"]["rounds"].get<size_t>());
   CliRun policy = Cli(base + " --assistant " + dir + "/assistant_plain --draft-policy sometimes");
   EXPECT_EQ(policy.code, 1);
-  EXPECT_NE(policy.out.find("--draft-policy: 'sometimes' is not one of adaptive, fixed"), std::string::npos) << policy.out;
+  EXPECT_NE(policy.out.find("--draft-policy must be one of 'adaptive', 'fixed', not 'sometimes'"), std::string::npos)
+      << policy.out;
+  CliRun alone = Cli(base + " --draft-policy fixed");
+  EXPECT_EQ(alone.code, 1);
+  EXPECT_NE(alone.out.find("generate: --draft-policy goes with --assistant DIR"), std::string::npos) << alone.out;
   CliRun mismatch = Cli("generate --model " + test::TestData("models/e2b_mini") + " --prompt-ids 2 --assistant " + dir +
                         "/assistant_plain");
   EXPECT_EQ(mismatch.code, 1);

@@ -180,6 +180,12 @@ TEST_F(TokenizerTest, Gemma4ChatFormat) {
   EXPECT_EQ(ids.back(), gemma4_->Encode("\n").back());
   auto bad = RenderChat(*gemma4_, {{"assistant", "x"}}, true);
   EXPECT_FALSE(bad.ok());
+  // A role the format does not know is named as such, not taken for turns out of order.
+  auto unknown = RenderChat(*gemma4_, {{"user", "x"}, {"robot", "y"}}, true);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("message 1 has an unknown role 'robot'"), std::string::npos)
+      << unknown.status().message();
+  EXPECT_EQ(unknown.status().message().find("alternate"), std::string::npos) << unknown.status().message();
   auto g3 = DetectChatFormat(*gemma3_);
   ASSERT_TRUE(g3.ok());
   EXPECT_EQ(*g3, ChatFormat::kGemma3);

@@ -8,9 +8,9 @@
 //   for await (const chunk of await gemma.chat.completions.create({ messages, stream: true })) ...
 import { instantiate } from './module.mjs';
 import { createMemoryWasi } from './wasi_memfs.mjs';
-import { deleteCache, openModel, tokenizerSource } from './sources.mjs';
+import { deleteCache, isNodePath, nodePath, openModel, tokenizerSource } from './sources.mjs';
 import { workerClient } from './worker.mjs';
-import { dawnToggles } from './dawn_toggles.mjs';
+import { dawnInstance } from './dawn_toggles.mjs';
 import { PROFILE_SCHEMA_VERSION } from './gpu_bridge.mjs';
 
 // The profile before any profiled request (or in a build without profiling, with its reason).
@@ -37,12 +37,54 @@ const LOAD_OPTIONS = ['target', 'assistant', 'tokenizer', 'onProgress', 'context
 const CREATE_OPTIONS = ['model', 'messages', 'stream', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p',
                         'top_k', 'seed', 'stop', 'mtp', 'prompt'];
 
+// A value of an option of the limits table (src/session/limits.h, read from the module: `limit`
+// is its entry) checked against its range, or its words for a choice, as the module checks it;
+// undefined when unset.
+export function checkLimit(what, name, value, limit) {
+  if (value === undefined || value === null) return undefined;
+  if (limit.choices) {
+    if (!limit.choices.includes(value)) {
+      throw new TypeError(`gemma4 ${what}: ${name} must be ${limit.range}${typeof value === 'string' ? `, not '${value}'` : ''}`);
+    }
+    return value;
+  }
+  const inRange = typeof value === 'number' && Number.isFinite(value) && (limit.min_open ? value > limit.min : value >= limit.min) &&
+                  value <= limit.max && (!limit.integer || Number.isInteger(value));
+  if (!inRange) {
+    throw new TypeError(`gemma4 ${what}: ${name} must be ${limit.range}${typeof value === 'number' ? `, not ${value}` : ''}`);
+  }
+  return value;
+}
+
+// What the factory options must be, by option: a check and what it wants.
+const isDevice = (d) => d !== null && typeof d === 'object' && typeof d.createBuffer === 'function' && !!d.queue &&
+                        typeof d.lost?.then === 'function';
+const isWasmSource = (w) => typeof w === 'string' || w instanceof URL || w instanceof Uint8Array || w instanceof ArrayBuffer ||
+                            w instanceof WebAssembly.Module;
+const FACTORY_CHECKS = {
+  device: [isDevice, 'a GPUDevice (from adapter.requestDevice())'],
+  backend: [(b) => b === 'webgpu' || b === 'cpu', "'webgpu' or 'cpu'"],
+  wasm: [isWasmSource, 'a URL, a path (Node), bytes or a WebAssembly.Module'],
+  worker: [(b) => typeof b === 'boolean', 'true or false'],
+  cache: [(b) => typeof b === 'boolean', 'true or false'],
+  log: [(f) => typeof f === 'function', 'a function'],
+  gpuValidation: [(b) => typeof b === 'boolean', 'true or false'],
+};
+
+const describeValue = (v) => {
+  if (typeof v === 'string') return `'${v}'`;
+  if (v === null || typeof v !== 'object') return String(v);
+  return Array.isArray(v) ? 'a list' : `an object${v.constructor?.name && v.constructor.name !== 'Object' ? ` (${v.constructor.name})` : ''}`;
+};
+
 // build: { factory, mtp, profile, wasm (URL of the module), moduleUrl (of the entry, for workers) }.
 export function defineFactory(build) {
   const create = async function create(options = {}) {
     checkKeys(`${build.factory} options`, options, FACTORY_OPTIONS);
-    if (options.gpuValidation !== undefined && typeof options.gpuValidation !== 'boolean') {
-      throw new TypeError(`gemma4 ${build.factory} options: gpuValidation must be true or false`);
+    for (const [key, [ok, want]] of Object.entries(FACTORY_CHECKS)) {
+      if (options[key] !== undefined && !ok(options[key])) {
+        throw new TypeError(`gemma4 ${build.factory} options: ${key} must be ${want}, not ${describeValue(options[key])}`);
+      }
     }
     if (options.gpuValidation === false && options.device) {
       throw new TypeError(`gemma4 ${build.factory} options: gpuValidation is for a device the runtime makes, not one given`);
@@ -62,12 +104,18 @@ export function defineFactory(build) {
 async function wasmModule(source) {
   if (source instanceof WebAssembly.Module) return source;
   if (source instanceof Uint8Array || source instanceof ArrayBuffer) return WebAssembly.compile(source);
-  const url = String(source);
-  if (isNode && url.startsWith('file:')) {
+  if (isNodePath(source)) {
     const { readFileSync } = await import('node:fs');
-    const { fileURLToPath } = await import('node:url');
-    return WebAssembly.compile(readFileSync(fileURLToPath(url)));
+    const path = await nodePath(source);
+    let bytes;
+    try {
+      bytes = readFileSync(path);
+    } catch (e) {
+      throw new Error(`gemma4: wasm: ${path}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`);
+    }
+    return WebAssembly.compile(bytes);
   }
+  const url = String(source);
   const response = await fetch(url);
   if (!response.ok) throw new Error(`gemma4: ${url}: HTTP ${response.status}`);
   return WebAssembly.compileStreaming ? WebAssembly.compileStreaming(response)
@@ -81,9 +129,7 @@ async function requestGpu(profile, validation = true) {
   if (makesDawnDevice()) {
     const webgpu = await import('webgpu');
     Object.assign(globalThis, webgpu.globals);
-    gpu = webgpu.create(dawnToggles({ validation }));
-    globalThis.__gemma4_gpu ??= [];
-    globalThis.__gemma4_gpu.push(gpu);  // Dawn's instance must outlive its devices
+    gpu = dawnInstance(webgpu, { validation });
   }
   if (!gpu) throw new Error('gemma4: this host has no WebGPU (navigator.gpu)');
   const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
@@ -116,13 +162,12 @@ class Runtime {
   #last = null;
   #profile = null;
   #loadStats = null;
+  #limits = null;     // the module's limits table (g4_limits), read at load
   #leftBehind = 0;    // GPU buffers the last torn-down instance did not destroy (0 unless a bug)
 
   constructor(build, options) {
     this.#build = build;
     this.#options = options;
-    const backend = options.backend ?? 'webgpu';
-    if (!['webgpu', 'cpu'].includes(backend)) throw new TypeError(`gemma4: backend must be 'webgpu' or 'cpu', not '${backend}'`);
     this.chat = { completions: { create: (params) => this.#create(params) } };
   }
 
@@ -156,10 +201,14 @@ class Runtime {
     return device;
   }
 
-  #error(prefix) {
+  // The module's last error, its files named as the caller gave them (`sources`: the models as
+  // the module sees them, { '/target': model, '/assistant': model }).
+  #error(prefix, sources = {}) {
     const inst = this.#inst;
     const gpuError = inst?.gpu?.lastError();
-    const message = inst ? inst.cstring(inst.exports.g4_last_error()) : '';
+    let message = inst ? inst.cstring(inst.exports.g4_last_error()) : '';
+    message = message.replace(/(?<=^|[\s'"(])(\/target|\/assistant)(?:\/([^\s'":,()]+))?/g,
+                              (whole, dir, name) => sources[dir]?.where(name) ?? whole);
     return new Error(`gemma4 ${prefix}: ${message}${gpuError ? ` (GPU: ${gpuError.message ?? gpuError})` : ''}`);
   }
 
@@ -194,32 +243,15 @@ class Runtime {
   async #load(args, target, assistant, fresh) {
     const started = performance.now();
     const onProgress = args.onProgress ?? (() => {});
-    const context = args.contextLength ?? 4096;
-    const draftTokens = args.draftTokens ?? 2;
-    if (!Number.isInteger(context) || context < 1) throw new TypeError('gemma4 load: contextLength must be a positive integer');
-    if (!Number.isInteger(draftTokens) || draftTokens < 1 || draftTokens > 8) {
-      throw new TypeError('gemma4 load: draftTokens must be an integer in 1..8');
-    }
-    const draftPolicy = args.draftPolicy ?? 'adaptive';
-    if (draftPolicy !== 'adaptive' && draftPolicy !== 'fixed') {
-      throw new TypeError("gemma4 load: draftPolicy must be 'adaptive' or 'fixed'");
-    }
-    if (fresh) {
-      await target.describe(args.tokenizer !== undefined ? ['tokenizer.json'] : []);
-      await assistant?.describe();
-      if (args.tokenizer !== undefined) {
-        target.files.set('tokenizer.json', await tokenizerSource(args.tokenizer, { onProgress, useCache: this.#options.cache ?? true }));
-      }
-    }
     // The models' files as the module sees them, each source passed through `wrap`.
     const files = new Map();
+    const sources = { '/target': target, ...(assistant ? { '/assistant': assistant } : {}) };
     const mount = (wrap) => {
       files.clear();
-      for (const [dir, model] of [['/target', target], ['/assistant', assistant]]) {
-        if (model) for (const [name, src] of model.files) files.set(`${dir}/${name}`, wrap(src));
+      for (const [dir, model] of Object.entries(sources)) {
+        for (const [name, src] of model.files) files.set(`${dir}/${name}`, wrap(src));
       }
     };
-    mount((src) => src);
     const log = this.#options.log ?? (() => {});
     const wasi = createMemoryWasi({ files, stdout: log, stderr: log });
     const device = await this.#gpu();
@@ -230,13 +262,30 @@ class Runtime {
     this.#inst = inst;
     let rt = 0;
     try {
+      // The options' ranges and defaults: the module's limits table.
+      const limits = JSON.parse(await inst.callText('g4_limits'));
+      this.#limits = limits;
+      const context = checkLimit('load', 'contextLength', args.contextLength, limits.context) ?? limits.context.default;
+      const draftTokens = checkLimit('load', 'draftTokens', args.draftTokens, limits.draft_tokens) ?? limits.draft_tokens.default;
+      const draftPolicy = checkLimit('load', 'draftPolicy', args.draftPolicy, limits.draft_policy) ?? limits.draft_policy.default;
+      if (fresh) {
+        // A tokenizer given apart is not looked for beside the target.
+        await target.describe(args.tokenizer !== undefined ? ['tokenizer.json'] : []);
+        await assistant?.describe();
+        if (args.tokenizer !== undefined) {
+          const where = args.tokenizer instanceof URL || typeof args.tokenizer === 'string' ? String(args.tokenizer) : 'the tokenizer given';
+          target.set('tokenizer.json', await tokenizerSource(args.tokenizer, { onProgress, useCache: this.#options.cache ?? true }),
+                     where);
+        }
+      }
+      mount((src) => src);
       const request = { target: '/target', context, draft_tokens: draftTokens, draft_policy: draftPolicy,
                         backend: device ? 'webgpu' : 'cpu' };
       if (assistant) request.assistant = '/assistant';
       const [p, n] = inst.put(JSON.stringify(request));
       rt = await inst.call('g4_rt_create', p, n);
       inst.exports.free(p);
-      if (!rt) throw this.#error('load');
+      if (!rt) throw this.#error('load', sources);
       if (fresh) {
         await target.weights();
         await assistant?.weights();
@@ -262,7 +311,7 @@ class Runtime {
         };
       };
       mount(counted);
-      if (!(await inst.call('g4_rt_load', rt))) throw this.#error('load');
+      if (!(await inst.call('g4_rt_load', rt))) throw this.#error('load', sources);
       const gpuError = await inst.gpu?.settle();
       if (gpuError) throw new Error(`gemma4 load: ${gpuError.message}`);
       this.#info = JSON.parse(await inst.callText('g4_rt_info', rt));
@@ -378,14 +427,8 @@ class Runtime {
     if (p.prompt !== undefined ? typeof p.prompt !== 'string' || p.messages !== undefined : !Array.isArray(p.messages)) {
       throw new TypeError('gemma4 chat.completions.create: give messages (a list) or prompt (a string), not both');
     }
-    const num = (key, lo, hi, integer = false) => {
-      const v = p[key];
-      if (v === undefined || v === null) return undefined;
-      if (typeof v !== 'number' || !(v >= lo && v <= hi) || (integer && !Number.isInteger(v))) {
-        throw new TypeError(`gemma4 chat.completions.create: ${key} must be ${integer ? 'an integer' : 'a number'} in [${lo}, ${hi}]`);
-      }
-      return v;
-    };
+    const limits = this.#limits;
+    const num = (key, limit = limits[key]) => checkLimit('chat.completions.create', key, p[key], limit);
     let stop = p.stop ?? [];
     if (typeof stop === 'string') stop = [stop];
     if (!Array.isArray(stop) || stop.length > 4 || stop.some((s) => typeof s !== 'string' || !s)) {
@@ -396,30 +439,18 @@ class Runtime {
     if (p.mtp && !this.#info.assistant) throw new Error('gemma4 chat.completions.create: mtp needs an assistant loaded');
     if (p.model !== undefined && typeof p.model !== 'string') throw new TypeError('gemma4 chat.completions.create: model must be a string');
     const request = {
-      ...(p.prompt !== undefined ? { prompt_ids: this.#encode(p.prompt) } : { messages: p.messages }),
-      max_tokens: num('max_tokens', 0, 1 << 24, true) ?? num('max_completion_tokens', 0, 1 << 24, true),
-      // Unset sampling options take the model's generation_config.json defaults.
-      temperature: num('temperature', 0, 2),
-      top_p: num('top_p', 0, 1),
-      top_k: num('top_k', 0, 1 << 30, true),
-      seed: num('seed', 0, Number.MAX_SAFE_INTEGER, true) ?? 0,
+      // A raw prompt goes to the engine as text: the tokenizer's BOS, then the text's ids, as the
+      // CLI's --prompt.
+      ...(p.prompt !== undefined ? { prompt: p.prompt } : { messages: p.messages }),
+      max_tokens: num('max_tokens') ?? num('max_completion_tokens', limits.max_tokens),
+      // Unset sampling options take the model's generation_config.json defaults; no seed, a random one.
+      temperature: num('temperature'),
+      top_p: num('top_p'),
+      top_k: num('top_k'),
+      seed: num('seed'),
       speculative: p.mtp ?? this.#info.assistant,
     };
     return makeJob({ request, stream: !!p.stream, stop, model: p.model ?? 'gemma4' });
-  }
-
-  // A raw prompt's ids, as the CLI's --prompt makes them: the tokenizer's BOS, then the text's ids.
-  #encode(text) {
-    const inst = this.#inst, ex = inst.exports;
-    const tokenizer = ex.g4_rt_tokenizer(this.#rt);
-    if (!tokenizer) throw new Error('gemma4 chat.completions.create: prompt needs the model\'s tokenizer.json');
-    const [p, n] = inst.put(text);
-    const count = ex.malloc(4);
-    const at = ex.g4_tokenizer_encode(tokenizer, p, n, count);
-    const ids = Array.from(new Int32Array(ex.memory.buffer, at, inst.u32(count)));
-    for (const ptr of [at, count, p]) ex.free(ptr);
-    const bos = ex.g4_tokenizer_bos(tokenizer);
-    return bos >= 0 ? [bos, ...ids] : ids;
   }
 
   // The runtime is free again before the last chunk goes out, so a caller that reacts to it can
@@ -447,7 +478,8 @@ class Runtime {
     let answer;
     try {
       const text = await inst.callText('g4_rt_generate', this.#rt, p, n);
-      if (text === null) throw this.#error('chat.completions.create');
+      if (text === null) throw this.#error('chat.completions.create', this.#loaded ? { '/target': this.#loaded.target,
+                                                                                       '/assistant': this.#loaded.assistant } : {});
       answer = JSON.parse(text);
       if (this.#build.profile) {
         const profile = await inst.callText('g4_rt_profile', this.#rt);

@@ -8,3 +8,14 @@ export function dawnToggles({ validation = true } = {}) {
   if (!validation) toggles.push('enable-dawn-features=skip_validation');
   return toggles;
 }
+
+// One Dawn instance per set of toggles for the whole process, shared by every runtime (and every
+// build's bundle, through globalThis): Dawn's instances must outlive their devices, and each new
+// one enumerates the adapters again, printing its warnings (limits "artificially reduced") anew.
+export function dawnInstance(webgpu, options = {}) {
+  const toggles = dawnToggles(options);
+  const instances = (globalThis.__gemma4_dawn ??= new Map());
+  const key = toggles.join(' ');
+  if (!instances.has(key)) instances.set(key, webgpu.create(toggles));
+  return instances.get(key);
+}

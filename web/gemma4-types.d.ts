@@ -17,7 +17,7 @@ export interface FactoryOptions {
   device?: WebGPUDevice;
   /** 'webgpu' (default) or 'cpu' (the CPU backend inside WebAssembly). */
   backend?: 'webgpu' | 'cpu';
-  /** The build's .wasm (default: beside the module). */
+  /** The build's .wasm: a URL, a path or file: URL (Node), bytes or a module (default: beside the module). */
   wasm?: string | URL | Uint8Array | ArrayBuffer | WebAssembly.Module;
   /** Run inside a Web Worker; the runtime returned forwards to it. */
   worker?: boolean;
@@ -48,9 +48,9 @@ export interface LoadOptions {
   /** tokenizer.json when it is not beside the target (the target's folder is then not asked for one). */
   tokenizer?: string | URL | Blob | Uint8Array;
   onProgress?: (p: LoadProgress) => void;
-  /** Positions the K/V cache holds (default 4096). */
+  /** Positions the K/V cache holds, an integer in [1, 16777216] (default 4096). */
   contextLength?: number;
-  /** Drafts per speculative round at most, 1..8 (default 2). */
+  /** Drafts per speculative round at most, an integer in [1, 8] (default 2). */
   draftTokens?: number;
   /** 'adaptive' (default): each round drafts 0..draftTokens, as the acceptance and the costs
    *  measured so far make pay; 'fixed': every round drafts draftTokens. */
@@ -73,12 +73,14 @@ export interface CompletionRequest {
   /** Default: the rest of the context. */
   max_tokens?: number;
   max_completion_tokens?: number;
-  /** 0 is greedy. Unset sampling options take the model's generation_config.json defaults
-   *  (greedy unless it sets do_sample). */
+  /** In [0, 1000]; 0 is greedy. Unset sampling options take the model's generation_config.json
+   *  defaults (greedy unless it sets do_sample). */
   temperature?: number;
+  /** In (0, 1]. */
   top_p?: number;
   /** Extension: keep the k most likely tokens (0: all); up to 127 is picked on the GPU. */
   top_k?: number;
+  /** An integer in [0, 2^53 - 1]: the same seed gives the same text. Unset: a random seed per request. */
   seed?: number;
   stop?: string | string[];
   /** Extension: speculative decoding on or off (default on when an assistant is loaded). */

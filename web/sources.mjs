@@ -158,8 +158,19 @@ function urlFolder(root, ctx) {
   };
 }
 
-const isUrlLike = (s) => !isNode || /^(https?|blob|data):/.test(s);
+// In Node a string is a path unless it is a URL of the network (or blob/data); file: URLs, as
+// strings or URL objects, are paths too. Elsewhere every string is a URL.
+const isUrlLike = (s) => !isNode || (s instanceof URL ? s.protocol !== 'file:' : !/^file:/i.test(s) && /^(https?|blob|data):/i.test(s));
 const absoluteUrl = (s) => new URL(String(s), typeof location !== 'undefined' ? location.href : undefined).href;
+
+// The path a Node spec names: a file: URL (string or URL) made a path, or the string itself.
+export async function nodePath(spec) {
+  if (spec instanceof URL || /^file:/i.test(spec)) return (await import('node:url')).fileURLToPath(spec);
+  return spec;
+}
+
+// Whether `spec` names a file or folder of this machine (Node only): a path or a file: URL.
+export const isNodePath = (spec) => isNode && (typeof spec === 'string' || spec instanceof URL) && !isUrlLike(spec);
 
 // Fetches a single file URL through the cache.
 function fetchUrl(url, ctx) {
@@ -186,8 +197,9 @@ export function openModel(spec, { label, onProgress = () => {}, useCache = true 
   const closers = [];
   const counts = { downloaded_bytes: 0, cached_files: 0, fetched_files: 0 };
   const ctx = { label, onProgress, useCache, counts };
-  let kind, folder = null;
-  if (typeof spec === 'string' && !isUrlLike(spec)) {
+  const shown = new Map();  // file name -> where it came from, as the caller gave it (for errors)
+  let kind, folder = null, dir = null;
+  if (isNodePath(spec)) {
     kind = 'path';
   } else if (typeof spec === 'string' || spec instanceof URL) {
     kind = 'url';
@@ -203,32 +215,59 @@ export function openModel(spec, { label, onProgress = () => {}, useCache = true 
   } else if (spec && typeof spec === 'object') {
     kind = 'files';
     for (const [name, v] of Object.entries(spec)) {
-      files.set(name, typeof v === 'string' || v instanceof URL ? { url: absoluteUrl(v) } : asSource(v, name));
+      if (isNodePath(v)) files.set(name, { path: v });
+      else if (typeof v === 'string' || v instanceof URL) files.set(name, { url: absoluteUrl(v) });
+      else files.set(name, asSource(v, name));
+      if (typeof v === 'string' || v instanceof URL) shown.set(name, String(v));
     }
   } else {
     throw new TypeError(`gemma4 load: '${label}' must be a folder URL or path, a list of Files or an object of files`);
   }
-  // Files of an object given as URLs are fetched (and cached) like folder files.
+  // Files of an object given as URLs are fetched (and cached) like folder files; paths (Node) are
+  // read from their files.
   const resolveUrls = async (names) => {
     for (const name of names) {
       const v = files.get(name);
       if (v && v.url) files.set(name, await fetchUrl(v.url, ctx));
+      if (v && v.path) {
+        const p = await nodePath(v.path);
+        const src = await nodeFileSource(p).catch((e) => { throw new Error(`gemma4 load (${label}): ${p}: ${e.message}`); });
+        closers.push(src.close);
+        shown.set(name, p);
+        files.set(name, src);
+      }
     }
   };
   const readText = (name) => sourceText(files.get(name));
   return {
     files,
     counts,
+    // Where a file of the model came from, as the caller named it: its path or URL, or its name
+    // among the files given; `name` undefined: the folder.
+    where(name) {
+      if (name !== undefined && shown.has(name)) return shown.get(name);
+      if (kind === 'files') return name ?? `the ${label}'s files`;
+      const base = kind === 'path' ? dir ?? String(spec) : absoluteUrl(spec).replace(/\/?$/, '/');
+      if (name === undefined) return base;
+      const sep = kind === 'path' && base.includes('\\') && !base.includes('/') ? '\\' : '/';
+      return base.endsWith(sep) ? base + name : base + sep + name;
+    },
+    // A file given apart from the model's (the tokenizer), shown as `where` in errors.
+    set(name, src, where) {
+      files.set(name, src);
+      if (where !== undefined) shown.set(name, where);
+    },
     async describe(skip = []) {
       const optional = OPTIONAL.filter((name) => !skip.includes(name));
       if (kind === 'path') {
         const fs = await import('node:fs');
         const path = await import('node:path');
+        dir = await nodePath(spec);
         for (const name of ['config.json', ...optional]) {
-          const p = path.join(spec, name);
+          const p = path.join(dir, name);
           if (fs.existsSync(p)) files.set(name, new Uint8Array(fs.readFileSync(p)));
         }
-        if (!files.has('config.json')) throw new Error(`gemma4 load (${label}): ${path.join(spec, 'config.json')} not found`);
+        if (!files.has('config.json')) throw new Error(`gemma4 load (${label}): ${path.join(dir, 'config.json')} not found`);
       } else if (kind === 'url') {
         files.set('config.json', await folder.fetch('config.json'));
         for (const name of optional) {
@@ -245,7 +284,7 @@ export function openModel(spec, { label, onProgress = () => {}, useCache = true 
       if (kind === 'path') {
         const path = await import('node:path');
         for (const name of names) {
-          const p = path.join(spec, name);
+          const p = path.join(dir, name);
           const src = await nodeFileSource(p).catch((e) => { throw new Error(`gemma4 load (${label}): ${p}: ${e.message}`); });
           closers.push(src.close);
           files.set(name, src);
@@ -266,15 +305,19 @@ export function openModel(spec, { label, onProgress = () => {}, useCache = true 
   };
 }
 
-// tokenizer.json given apart from the model: a URL, a path (Node), a Blob/File or bytes.
+// tokenizer.json given apart from the model: a URL, a path or file: URL (Node), a Blob/File or
+// bytes.
 export async function tokenizerSource(spec, { onProgress = () => {}, useCache = true } = {}) {
   const ctx = { label: 'tokenizer', onProgress, useCache, counts: { downloaded_bytes: 0, cached_files: 0, fetched_files: 0 } };
-  if (typeof spec === 'string' || spec instanceof URL) {
-    if (!isUrlLike(String(spec))) {
-      const fs = await import('node:fs');
-      return new Uint8Array(fs.readFileSync(String(spec)));
+  if (isNodePath(spec)) {
+    const fs = await import('node:fs');
+    const p = await nodePath(spec);
+    try {
+      return new Uint8Array(fs.readFileSync(p));
+    } catch (e) {
+      throw new Error(`gemma4 load (tokenizer): ${p}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`);
     }
-    return fetchUrl(absoluteUrl(spec), ctx);
   }
+  if (typeof spec === 'string' || spec instanceof URL) return fetchUrl(absoluteUrl(spec), ctx);
   return asSource(spec, 'tokenizer.json');
 }

@@ -1,8 +1,8 @@
 // The few WASI calls the module makes, for browsers: files come from a map (path -> Uint8Array, or
 // a source { size, read(offset, length) } whose read answers bytes or a Promise of them: a Blob,
 // a file in Node; read-only, under a preopened "/"), output goes to callbacks, clocks and exit
-// are the obvious ones. Anything else answers ENOSYS. A Promise from fd_read suspends the module
-// (web/module.mjs).
+// are the obvious ones, random bytes come from crypto.getRandomValues. Anything else answers
+// ENOSYS. A Promise from fd_read suspends the module (web/module.mjs).
 const ESUCCESS = 0, EBADF = 8, EIO = 29, ENOENT = 44, ENOSYS = 52, EINVAL = 28;
 
 export function createMemoryWasi({ files, stdout = () => {}, stderr = () => {}, env = { PWD: '/' } }) {
@@ -126,6 +126,13 @@ export function createMemoryWasi({ files, stdout = () => {}, stderr = () => {}, 
       return ESUCCESS;
     },
     fd_close(fd) { return open.delete(fd) ? ESUCCESS : EBADF; },
+    // The random source (unseeded sampling draws its seed here): the host's CSPRNG, in the
+    // pieces of at most 65,536 bytes getRandomValues takes.
+    random_get(ptr, len) {
+      const bytes = u8().subarray(ptr, ptr + len);
+      for (let at = 0; at < len; at += 65536) globalThis.crypto.getRandomValues(bytes.subarray(at, Math.min(len, at + 65536)));
+      return ESUCCESS;
+    },
     proc_exit(code) { throw new Error(`gemma4: exited with ${code}`); },
   };
   return {

@@ -12,6 +12,34 @@ int Fail(const Status& s) {
   return 1;
 }
 
+namespace {
+
+// Whether `arg` names one of the flags (--name, --name=value, or -n for one-letter names).
+bool IsFlag(const std::string& arg, const std::set<std::string>& value_flags, const std::set<std::string>& switch_flags) {
+  std::string name;
+  if (arg.rfind("--", 0) == 0) {
+    name = arg.substr(2, arg.find('=') == std::string::npos ? std::string::npos : arg.find('=') - 2);
+  } else if (arg.size() == 2 && arg[0] == '-') {
+    name = arg.substr(1);
+  } else {
+    return false;
+  }
+  return value_flags.count(name) || switch_flags.count(name);
+}
+
+enum class Parsed { kOk, kNotInteger, kTooLarge };
+
+// The decimal integer in `text`; kTooLarge when it does not fit in 64 bits.
+Parsed ParseInteger(const std::string& text, long long* v) {
+  errno = 0;
+  char* end = nullptr;
+  *v = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end) return Parsed::kNotInteger;
+  return errno == ERANGE ? Parsed::kTooLarge : Parsed::kOk;
+}
+
+}  // namespace
+
 Result<Args> Args::Parse(const std::vector<std::string>& argv, const std::set<std::string>& value_flags,
                          const std::set<std::string>& switch_flags) {
   Args a;
@@ -32,7 +60,10 @@ Result<Args> Args::Parse(const std::vector<std::string>& argv, const std::set<st
       a.switches_.insert(name);
     } else if (value_flags.count(name)) {
       if (!has_inline) {
-        if (i + 1 >= argv.size()) return InvalidArgument("--" + name + " needs a value");
+        // A flag of this command where the value should be means the value is missing.
+        if (i + 1 >= argv.size() || IsFlag(argv[i + 1], value_flags, switch_flags)) {
+          return InvalidArgument("--" + name + " needs a value");
+        }
         value = argv[++i];
       }
       if (a.values_.count(name)) return InvalidArgument("--" + name + " given twice");
@@ -52,11 +83,10 @@ std::string Args::Get(const std::string& flag, const std::string& fallback) cons
 Result<long long> Args::GetInt(const std::string& flag, long long fallback, long long min, long long max) const {
   auto it = values_.find(flag);
   if (it == values_.end()) return fallback;
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(it->second.c_str(), &end, 10);
-  if (errno || end == it->second.c_str() || *end) return InvalidArgument("--" + flag + ": not an integer: " + it->second);
-  if (v < min || v > max) {
+  long long v = 0;
+  const Parsed p = ParseInteger(it->second, &v);
+  if (p == Parsed::kNotInteger) return InvalidArgument("--" + flag + ": not an integer: " + it->second);
+  if (p == Parsed::kTooLarge || v < min || v > max) {
     return InvalidArgument("--" + flag + ": " + it->second + " is outside [" + std::to_string(min) + ", " +
                            std::to_string(max) + "]");
   }
@@ -73,6 +103,39 @@ Result<double> Args::GetDouble(const std::string& flag, double fallback) const {
     return InvalidArgument("--" + flag + ": not a number: " + it->second);
   }
   return v;
+}
+
+Result<std::optional<double>> Args::GetOption(const Limit& limit) const {
+  auto it = values_.find(limit.flag);
+  if (it == values_.end()) return std::optional<double>();
+  const std::string name = std::string("--") + limit.flag;
+  double v = 0.0;
+  bool in_range = true;
+  if (limit.integer()) {
+    long long i = 0;
+    const Parsed p = ParseInteger(it->second, &i);
+    if (p == Parsed::kNotInteger) return InvalidArgument(name + ": not an integer: " + it->second);
+    // The table's integer ranges are within what a double holds exactly.
+    v = static_cast<double>(i);
+    in_range = p == Parsed::kOk && limit.Contains(v);
+  } else {
+    G4_ASSIGN_OR_RETURN(v, GetDouble(limit.flag, 0.0));
+    in_range = limit.Contains(v);
+  }
+  if (!in_range) return InvalidArgument(name + " must be " + RangeText(limit) + ", not " + it->second);
+  return std::optional<double>(v);
+}
+
+Result<double> Args::GetOption(const Limit& limit, double fallback) const {
+  G4_ASSIGN_OR_RETURN(const std::optional<double> v, GetOption(limit));
+  return v.value_or(fallback);
+}
+
+Result<std::string> Args::GetChoice(const Limit& limit) const {
+  auto it = values_.find(limit.flag);
+  if (it == values_.end()) return Choices(limit)[0];
+  G4_RETURN_IF_ERROR(CheckChoice(limit, it->second, std::string("--") + limit.flag));
+  return it->second;
 }
 
 Result<std::vector<int>> Args::GetIntList(const std::string& flag) const {

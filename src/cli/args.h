@@ -3,11 +3,13 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "session/limits.h"
 
 namespace g4::cli {
 
@@ -25,6 +27,12 @@ class Args {
   Result<long long> GetInt(const std::string& flag, long long fallback, long long min, long long max) const;
   Result<double> GetDouble(const std::string& flag, double fallback) const;
   Result<std::vector<int>> GetIntList(const std::string& flag) const;  // "2,105,7"
+  // The flag of an option of the limits table (session/limits.h), checked against its range;
+  // nullopt, or `fallback`, when not given.
+  Result<std::optional<double>> GetOption(const Limit& limit) const;
+  Result<double> GetOption(const Limit& limit, double fallback) const;
+  // A choice option's flag, checked against its words; its default when not given.
+  Result<std::string> GetChoice(const Limit& limit) const;
 
  private:
   std::map<std::string, std::string> values_;

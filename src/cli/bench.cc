@@ -20,7 +20,7 @@
 #include "model/assistant.h"
 #include "model/model.h"
 #include "model/synthetic.h"
-#include "session/generator.h"
+#include "session/engine.h"
 #include "session/speculative.h"
 
 namespace g4::cli {
@@ -150,9 +150,8 @@ Status ProfileDecode(Model& model, Backend& backend, const std::vector<int32_t>&
 // Times a plain decode step, a draft step, a K+1-token verification and a whole round side by
 // side (all on the backend, as generation runs them), and the speedup they imply at several
 // acceptance rates.
-Status BenchSpeculative(Model& model, const std::string& assistant_dir, Backend& backend,
-                        const std::vector<int32_t>& prompt, int k, int reps, double floor_us) {
-  G4_ASSIGN_OR_RETURN(std::unique_ptr<Assistant> as, Assistant::Load(assistant_dir, backend, model));
+Status BenchSpeculative(Model& model, Assistant* as, Backend& backend, const std::vector<int32_t>& prompt, int k,
+                        int reps, double floor_us) {
   const int H = model.config().hidden;
   G4_ASSIGN_OR_RETURN(auto cache, model.NewCache(static_cast<int64_t>(prompt.size()) + reps + k + 2, k + 1,
                                                  as->SlidingKeep()));
@@ -261,18 +260,21 @@ Status BenchSpeculative(Model& model, const std::string& assistant_dir, Backend&
 
 // Decoding with the assistant, each draft policy, against plain decoding's tokens/s: the same
 // tokens, and how many rounds drafted how many.
-Status BenchDecodeWithAssistant(Model& model, const std::string& assistant_dir, Backend& backend,
-                                const std::vector<int32_t>& prompt, const GenerateOptions& opt, int k, double plain_tps) {
-  G4_ASSIGN_OR_RETURN(std::unique_ptr<Assistant> as, Assistant::Load(assistant_dir, backend, model));
+Status BenchDecodeWithAssistant(Engine& engine, const EngineRequest& plain, double plain_tps) {
   std::vector<int> tokens;
   for (DraftPolicyKind policy : {DraftPolicyKind::kFixed, DraftPolicyKind::kAdaptive}) {
-    G4_ASSIGN_OR_RETURN(GenerationResult r, GenerateSpeculative(model, *as, prompt, opt, SpeculativeOptions{k, policy}));
+    EngineRequest request = plain;
+    request.speculative = true;
+    request.draft_policy = policy;
+    G4_ASSIGN_OR_RETURN(EngineAnswer answer, engine.Generate(request));
+    const GenerationResult& r = answer.result;
     if (!tokens.empty() && r.tokens != tokens) return Internal("bench: the draft policies gave other tokens");
     tokens = r.tokens;
     const GenerationStats& st = r.stats;
     std::printf("decode with the assistant, %s policy (K=%d at most): %.3f tokens/s = %.2fx plain; %d rounds, "
-                "acceptance %.2f; rounds by drafts:", DraftPolicyName(policy), k, st.decode_tokens_per_s(),
-                plain_tps > 0 ? st.decode_tokens_per_s() / plain_tps : 0.0, st.rounds, st.acceptance_rate());
+                "acceptance %.2f; rounds by drafts:", DraftPolicyName(policy), engine.draft_tokens(),
+                st.decode_tokens_per_s(), plain_tps > 0 ? st.decode_tokens_per_s() / plain_tps : 0.0, st.rounds,
+                st.acceptance_rate());
     for (size_t d = 0; d < st.rounds_per_k.size(); ++d) std::printf(" K=%zu: %d", d, st.rounds_per_k[d]);
     std::printf("\n");
   }
@@ -288,20 +290,25 @@ int RunBench(const std::vector<std::string>& argv) {
   if (!parsed.ok()) return Fail(parsed.status());
   const Args& a = *parsed;
   if (!a.Has("model")) return Fail(InvalidArgument("bench: --model DIR is required (make one with gemma4 synth)"));
+  auto options = EngineOptionsFor(a, "bench");
+  if (!options.ok()) return Fail(options.status());
   auto prompt_tokens = a.GetInt("prompt-tokens", 64, 1, 1 << 16);
   auto decode_tokens = a.GetInt("decode-tokens", 16, 2, 1 << 16);
-  auto threads = a.GetInt("threads", 0, 0, 1024);
   auto bw_mib = a.GetInt("bandwidth-mib", 2048, 64, 1 << 16);
   auto ahead = a.GetInt("decode-ahead", -1, -1, 16);
-  for (const Status* s : {&prompt_tokens.status(), &decode_tokens.status(), &threads.status(), &bw_mib.status(),
-                          &ahead.status()}) {
+  for (const Status* s : {&prompt_tokens.status(), &decode_tokens.status(), &bw_mib.status(), &ahead.status()}) {
     if (!s->ok()) return Fail(*s);
   }
-  auto k = a.GetInt("draft-tokens", 2, 1, kMaxDraftTokens);
-  if (!k.ok()) return Fail(k.status());
-  auto made = MakeBackend(a, *prompt_tokens + 2 * *decode_tokens + *k + 2, static_cast<int>(*prompt_tokens));
-  if (!made.ok()) return Fail(made.status());
-  std::unique_ptr<Backend> backend = std::move(made).value();
+  auto backend_for = BackendFor(a);
+  if (!backend_for.ok()) return Fail(backend_for.status());
+  options->tokenizer_use = EngineOptions::TokenizerUse::kNone;
+  auto opened = Engine::Open(*options);
+  if (!opened.ok()) return Fail(opened.status());
+  Engine& engine = **opened;
+  // Room for the prompt and two decodes of it (plain and side by side); prefill in one batch.
+  Status reserved = engine.Reserve(*prompt_tokens + 2 * *decode_tokens, *backend_for, static_cast<int>(*prompt_tokens));
+  if (!reserved.ok()) return Fail(reserved);
+  Backend* backend = engine.backend();
   int nthreads = 1;
 #ifdef _OPENMP
   nthreads = omp_get_max_threads();
@@ -323,31 +330,35 @@ int RunBench(const std::vector<std::string>& argv) {
                 "1 workgroup, %.2f us of 196,608 threads\n", floor->first, floor->second);
   }
 
-  const int64_t t_load = MonotonicMicros();
-  auto model = Model::Load(a.Get("model"), *backend);
-  if (!model.ok()) return Fail(model.status());
-  std::printf("load: %.1f ms\n", (MonotonicMicros() - t_load) / 1000.0);
-  const ModelConfig& c = (*model)->config();
+  Status loaded = engine.Load();
+  if (!loaded.ok()) return Fail(loaded);
+  std::printf("load: %.1f ms\n", engine.target_load_us() / 1000.0);
+  Model& model = *engine.model();
+  const ModelConfig& c = model.config();
   // A prompt of ordinary token ids, the same every run.
   std::vector<int32_t> prompt(*prompt_tokens);
   for (size_t i = 0; i < prompt.size(); ++i) {
     prompt[i] = i == 0 ? c.bos_id : static_cast<int32_t>(3 + (i * 7919) % (c.vocab - 3));
   }
 
-  GenerateOptions opt;
-  opt.max_new_tokens = static_cast<int>(*decode_tokens);
-  opt.stop_ids = {-1};  // run the whole budget
-  opt.decode_ahead = static_cast<int>(*ahead);
+  // Greedy plain decoding of the whole budget.
+  EngineRequest request;
+  request.prompt = prompt;
+  request.max_tokens = *decode_tokens;
+  request.temperature = 0.0;
+  request.speculative = false;
+  request.stop_ids = {-1};  // run the whole budget
+  request.decode_ahead = static_cast<int>(*ahead);
   // A first run of the same shapes compiles every kernel (WebGPU) before anything is timed.
-  GenerateOptions warm_opt;
-  warm_opt.max_new_tokens = 2;
-  warm_opt.stop_ids = {-1};
-  auto warm = Generate(**model, prompt, warm_opt);
+  EngineRequest warm_request = request;
+  warm_request.max_tokens = 2;
+  warm_request.decode_ahead = -1;
+  auto warm = engine.Generate(warm_request);
   if (!warm.ok()) return Fail(warm.status());
-  auto r = Generate(**model, prompt, opt);
+  auto r = engine.Generate(request);
   if (!r.ok()) return Fail(r.status());
-  const GenerationStats& st = r->stats;
-  const double per_token_gb = (*model)->WeightBytesPerToken() / 1e9;
+  const GenerationStats& st = r->result.stats;
+  const double per_token_gb = model.WeightBytesPerToken() / 1e9;
   const double decode_tps = st.decode_tokens_per_s();
   std::printf("prefill: %d tokens in %.1f ms = %.2f tokens/s\n", st.prompt_tokens, st.prefill_us / 1000.0,
               st.prefill_tokens_per_s());
@@ -355,27 +366,27 @@ int RunBench(const std::vector<std::string>& argv) {
               decode_tps);
   std::printf("weights streamed per decoded token: %.3f GB -> %.2f GB/s = %.1f%% of measured bandwidth\n",
               per_token_gb, per_token_gb * decode_tps, bandwidth > 0 ? 100.0 * per_token_gb * decode_tps / bandwidth : 0.0);
-  if (backend->DownloadsOverlap() && opt.decode_ahead != 0) {
+  if (backend->DownloadsOverlap() && request.decode_ahead != 0) {
     // Side by side: each step's token read back before the next step is recorded.
-    GenerateOptions one = opt;
+    EngineRequest one = request;
     one.decode_ahead = 0;
-    auto r1 = Generate(**model, prompt, one);
+    auto r1 = engine.Generate(one);
     if (!r1.ok()) return Fail(r1.status());
-    if (r1->tokens != r->tokens) return Fail(Internal("bench: decoding one step at a time gave other tokens"));
-    const double one_tps = r1->stats.decode_tokens_per_s();
+    if (r1->result.tokens != r->result.tokens) return Fail(Internal("bench: decoding one step at a time gave other tokens"));
+    const double one_tps = r1->result.stats.decode_tokens_per_s();
     std::printf("decode, one step at a time (each token read before the next step is recorded): %.3f tokens/s; "
-                "recording %d step(s) ahead: %.2fx\n", one_tps, opt.decode_ahead > 0 ? opt.decode_ahead : kDecodeAhead,
+                "recording %d step(s) ahead: %.2fx\n", one_tps, request.decode_ahead > 0 ? request.decode_ahead : kDecodeAhead,
                 one_tps > 0 ? decode_tps / one_tps : 0.0);
   }
   {
-    Status s = ProfileDecode(**model, *backend, prompt, static_cast<int>(std::min<int64_t>(*decode_tokens, 16)));
+    Status s = ProfileDecode(model, *backend, prompt, static_cast<int>(std::min<int64_t>(*decode_tokens, 16)));
     if (!s.ok()) return Fail(s);
   }
-  if (a.Has("assistant")) {
-    Status s = BenchSpeculative(**model, a.Get("assistant"), *backend, prompt, static_cast<int>(*k),
+  if (engine.assistant()) {
+    Status s = BenchSpeculative(model, engine.assistant(), *backend, prompt, engine.draft_tokens(),
                                 static_cast<int>(*decode_tokens), floor->first);
     if (!s.ok()) return Fail(s);
-    s = BenchDecodeWithAssistant(**model, a.Get("assistant"), *backend, prompt, opt, static_cast<int>(*k), decode_tps);
+    s = BenchDecodeWithAssistant(engine, request, decode_tps);
     if (!s.ok()) return Fail(s);
   }
   return 0;

@@ -6,13 +6,17 @@
 
 #include "backend/backend.h"
 #include "cli/args.h"
+#include "session/engine.h"
 
 namespace g4::cli {
 
-// The backend --backend names (cpu by default; webgpu in the WebAssembly build), with --threads.
-// The WebGPU arena (activations and K/V caches) is sized for the model in --model running a
-// context of `positions` in batches of up to `rows`, with room for an assistant.
-Result<std::unique_ptr<Backend>> MakeBackend(const Args& a, int64_t positions, int rows);
+// The factory of the backend --backend names (cpu by default; webgpu in the WebAssembly build),
+// with --threads; the engine calls it with the arena its context needs.
+Result<BackendFactory> BackendFor(const Args& a);
+
+// What generate and bench tell the engine alike: --model, --assistant and --draft-tokens (which
+// goes with --assistant); `command` names the command in errors.
+Result<EngineOptions> EngineOptionsFor(const Args& a, const std::string& command);
 
 // Each returns the process exit code; errors go to stderr.
 int RunGenerate(const std::vector<std::string>& args);

@@ -66,6 +66,13 @@ Result<std::string> RenderChat(const Tokenizer& tok, const std::vector<ChatMessa
     first = 1;
     if (g4) out += open + "system\n" + system + close + "\n";
   }
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const std::string& r = messages[i].role;
+    if (r != "system" && r != "user" && r != "assistant" && r != "model") {
+      return InvalidArgument("chat: message " + std::to_string(i) + " has an unknown role '" + r +
+                             "' (known: system, user, assistant, model)");
+    }
+  }
   for (size_t i = first; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
     const bool user_turn = (i - first) % 2 == 0;

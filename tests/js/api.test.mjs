@@ -163,7 +163,7 @@ test('files given as Blobs load like a folder; bad files fail closed and a later
   await assert.rejects(g.load({ target: { 'config.json': files['config.json'] } }), /model\.safetensors is missing/);
   await assert.rejects(g.load({ target: model, contextLength: 1 << 24 }), /maxStorageBufferBindingSize/);
   await assert.rejects(g.load({ target: model, context: 10 }), /unknown option 'context'/);
-  await assert.rejects(g.load({ target: model, draftPolicy: 'fast' }), /draftPolicy must be 'adaptive' or 'fixed'/);
+  await assert.rejects(g.load({ target: model, draftPolicy: 'fast' }), /^TypeError: gemma4 load: draftPolicy must be one of 'adaptive', 'fixed', not 'fast'$/);
   await assert.rejects(createGemma4({ backnd: 'cpu' }), /unknown option 'backnd'/);
   // A picked folder's File list: its subfolders' files (here an assistant's) are not the model's.
   const picked = Object.entries(files).map(([name, blob]) => Object.defineProperty(new File([blob], name), 'webkitRelativePath',

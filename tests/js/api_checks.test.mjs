@@ -1,0 +1,138 @@
+// The JavaScript API's checks of its options and its error messages (web/api.mjs, web/sources.mjs,
+// web/dawn_toggles.mjs): options of the wrong type are refused by name, paths and file: URLs work
+// in Node, errors name the caller's files, unknown chat roles are named, Dawn's adapter warnings
+// print once a process, and unseeded sampling differs request to request.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { root } from './cli.mjs';
+
+const distModule = join(root, 'dist', 'gemma4.mjs');
+const { createGemma4 } = await import(distModule);
+const model = join(root, 'testdata/models/e2b_mini');
+const tokenizer = join(root, 'testdata/tokenizers/mini/tokenizer.json');
+const messages = [{ role: 'user', content: 'Hello there, how are you?' }];
+
+test('factory options of the wrong type are refused, naming the option', async () => {
+  await assert.rejects(createGemma4({ cache: 'no' }), /createGemma4 options: cache must be true or false, not 'no'/);
+  await assert.rejects(createGemma4({ log: 42 }), /createGemma4 options: log must be a function, not 42/);
+  await assert.rejects(createGemma4({ backend: 'gpu' }), /backend must be 'webgpu' or 'cpu', not 'gpu'/);
+  await assert.rejects(createGemma4({ worker: 1 }), /worker must be true or false/);
+});
+
+test('a device that is not a GPUDevice is refused clearly', async () => {
+  const e = await createGemma4({ device: {} }).then(() => null, (err) => err);
+  assert.ok(e, 'device: {} was accepted');
+  assert.match(e.message, /createGemma4 options: device must be a GPUDevice \(from adapter\.requestDevice\(\)\), not an object/);
+  assert.doesNotMatch(e.message, /Cannot read properties/);
+});
+
+test('wasm: a path or a file URL works in Node; a missing one is named', { timeout: 120000 }, async () => {
+  const wasm = join(root, 'dist', 'gemma4.wasm');
+  for (const given of [wasm, pathToFileURL(wasm), pathToFileURL(wasm).href]) {
+    const g = await createGemma4({ wasm: given, backend: 'cpu' });
+    await g.load({ target: model, tokenizer });
+    const r = await g.chat.completions.create({ messages, max_tokens: 2, temperature: 0 });
+    assert.equal(r.usage.completion_tokens, 2, String(given));
+    await g.unload();
+  }
+  await assert.rejects(createGemma4({ wasm: '/nonexistent/gemma4.wasm' }), /\/nonexistent\/gemma4\.wasm: no such file/);
+});
+
+test('a model and tokenizer given as file URLs load in Node', { timeout: 120000 }, async () => {
+  const g = await createGemma4({ backend: 'cpu' });
+  const want = [];
+  for (const [target, tok] of [[model, tokenizer], [pathToFileURL(model), pathToFileURL(tokenizer)],
+                               [pathToFileURL(model).href, pathToFileURL(tokenizer).href]]) {
+    await g.load({ target, tokenizer: tok });
+    const r = await g.chat.completions.create({ messages, max_tokens: 4, temperature: 0 });
+    want.push(r.choices[0].message.content);
+    await g.unload();
+  }
+  assert.equal(want[1], want[0]);
+  assert.equal(want[2], want[0]);
+  // An object of files given as paths and file URLs.
+  await g.load({ target: { 'config.json': join(model, 'config.json'),
+                           'model.safetensors': pathToFileURL(join(model, 'model.safetensors')) }, tokenizer });
+  assert.equal((await g.chat.completions.create({ messages, max_tokens: 4, temperature: 0 })).choices[0].message.content,
+               want[0]);
+  await g.unload();
+});
+
+test('top_p: 0 is refused by the API as by the module; a small top_p is taken', { timeout: 120000 }, async () => {
+  const g = await createGemma4({ backend: 'cpu' });
+  await g.load({ target: model, tokenizer });
+  await assert.rejects(g.chat.completions.create({ messages, max_tokens: 1, top_p: 0 }),
+                       /^TypeError: gemma4 chat\.completions\.create: top_p must be a number in \(0, 1\], not 0$/);
+  const r = await g.chat.completions.create({ messages, max_tokens: 1, temperature: 1, top_p: 1e-9 });
+  assert.equal(r.usage.completion_tokens, 1);
+  await assert.rejects(g.load({ target: model, contextLength: 0 }), /a model is loaded/);
+  await g.unload();
+  await assert.rejects(g.load({ target: model, contextLength: 0 }),
+                       /^TypeError: gemma4 load: contextLength must be an integer in \[1, 16777216\], not 0$/);
+});
+
+test("errors name the caller's files, once prefixed", { timeout: 120000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'g4-api-'));
+  for (const name of ['config.json', 'generation_config.json']) copyFileSync(join(model, name), join(dir, name));
+  writeFileSync(join(dir, 'model.safetensors'), readFileSync(join(model, 'model.safetensors')).subarray(0, 1 << 16));
+  const g = await createGemma4({ backend: 'cpu' });
+  const e = await g.load({ target: dir, tokenizer }).then(() => null, (err) => err);
+  assert.ok(e, 'a truncated model loaded');
+  assert.ok(e.message.includes(join(dir, 'model.safetensors')), e.message);
+  assert.doesNotMatch(e.message, /\/target\b/);
+  assert.doesNotMatch(e.message, /gemma4 load: load:/);
+  assert.match(e.message, /^gemma4 load: target: /);
+  // A folder URL: the URL of the file.
+  const byUrl = await g.load({ target: pathToFileURL(dir), tokenizer }).then(() => null, (err) => err);
+  assert.ok(byUrl.message.includes(join(dir, 'model.safetensors')), byUrl.message);
+  assert.equal(g.stats().loaded, false);
+});
+
+test('an unknown chat role is named', { timeout: 120000 }, async () => {
+  const g = await createGemma4({ backend: 'cpu' });
+  await g.load({ target: model, tokenizer });
+  const e = await g.chat.completions.create({ messages: [{ role: 'user', content: 'a' }, { role: 'robot', content: 'b' }],
+                                              max_tokens: 1 }).then(() => null, (err) => err);
+  assert.match(e.message, /message 1 has an unknown role 'robot' \(known: system, user, assistant, model\)/);
+  assert.doesNotMatch(e.message, /alternate/);
+  await g.unload();
+});
+
+test('without a seed, sampled requests differ; with one they repeat', { timeout: 120000 }, async () => {
+  const g = await createGemma4({ backend: 'cpu' });
+  await g.load({ target: model, tokenizer });
+  // Nearly uniform over the vocabulary: two unseeded answers of 12 tokens agree with a chance of
+  // about vocab^-12.
+  const request = { messages, max_tokens: 12, temperature: 100 };
+  const texts = new Set();
+  for (let i = 0; i < 3; i++) texts.add((await g.chat.completions.create(request)).choices[0].message.content);
+  assert.equal(texts.size, 3, [...texts].join(' | '));
+  const a = await g.chat.completions.create({ ...request, seed: 11 });
+  const b = await g.chat.completions.create({ ...request, seed: 11 });
+  assert.equal(a.choices[0].message.content, b.choices[0].message.content);
+  await g.unload();
+});
+
+test("Dawn's adapter warnings print once a process, not at every create()", { timeout: 180000 }, () => {
+  const script = `
+    const { createGemma4 } = await import(${JSON.stringify(pathToFileURL(distModule).href)});
+    for (let i = 0; i < 3; i++) {
+      const g = await createGemma4();
+      await g.load({ target: ${JSON.stringify(model)} });
+      await g.unload();
+    }
+    console.log('done');`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /done/);
+  // Dawn names each limit it lowers on lavapipe once per instance; a device per create() from a
+  // new instance printed them three times.
+  const warnings = r.stderr.split('\n').filter((l) => /artificially reduced/.test(l));
+  const distinct = new Set(warnings);
+  assert.equal(warnings.length, distinct.size, r.stderr);
+});
