@@ -74,8 +74,10 @@ export function createMemoryWasi({ files, stdout = () => {}, stderr = () => {}, 
       return ESUCCESS;
     },
     // The file system is read-only: creating, renaming and removing (which synth and the safetensors
-    // writer may ask for) are refused.
+    // writer may ask for) are refused, and so is listing a folder (synth's check that its folder is
+    // empty).
     path_create_directory() { return ENOSYS; },
+    fd_readdir() { return ENOSYS; },
     path_rename() { return ENOSYS; },
     path_unlink_file() { return ENOSYS; },
     path_remove_directory() { return ENOSYS; },
