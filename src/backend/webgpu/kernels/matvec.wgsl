@@ -45,7 +45,8 @@ struct Params {
 }
 const MT = W1_DTYPE;                           // the matrices' type
 const STREAMS = select(FEATS, 2u, GATE_UP);    // products a team sums for each row
-const UNROLL = max(1u, select(4u, 2u, MT == DT_F32 || MT == DT_Q8) / STREAMS);  // octs in flight a stream
+// Octs a stream loads before it uses any: about four 16-byte loads a lane (element reads: one).
+const UNROLL = select(1u, max(1u, select(4u, 2u, MT == DT_F32 || MT == DT_Q8) / STREAMS), VEC);
 
 // The words of oct q of a matrix row at element `base` of binding b: as stored (VEC), else the
 // values themselves as f32 bits, zero past the row's end.
