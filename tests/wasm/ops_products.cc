@@ -6,6 +6,7 @@
 // columns and types for more rows: not all their combinations, but every pair of a weight type
 // with a form, and of a form with a rows variant, that the kernels treat apart. Names say the
 // weight type between underscores (ops_compare --types=).
+#include <algorithm>
 #include <cmath>
 #include <tuple>
 
@@ -51,8 +52,9 @@ void Normed(Backend& gpu, Backend& cpu, Form form, bool joined, DType dt, int ro
     Weight w = s.Matrix(outs, ins, dt), w2 = s.Matrix(form == Form::kTwo ? outs_b : outs, ins, dt);
     Weight norm = s.MakeWeight(Random(ins), 1, 1, ins, joined ? DType::kF16 : DType::kBF16);
     F32 x = s.Floats(Random(offset + rows * ins, 3.0f)).At(offset), h = s.Floats(std::vector<float>(rows * ins));
-    F32 y = s.Floats(std::vector<float>(rows * outs)), y2 = s.Floats(std::vector<float>(rows * outs_b)),
-        mul = s.Floats(Random(rows * 3 * outs));
+    // y2: the second matrix's products (NormMatMul2) or GateUp's scratch for the up projection.
+    F32 y = s.Floats(std::vector<float>(rows * outs)), mul = s.Floats(Random(rows * 3 * outs));
+    F32 y2 = s.Floats(std::vector<float>(rows * std::max(outs, outs_b)));
     ResidualAdd pre;
     F32 in = x;
     if (joined) {
