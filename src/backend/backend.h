@@ -114,6 +114,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string Name() const = 0;
+  // The name and what the backend measured or chose of the device, for benchmarks and logs.
+  virtual std::string Describe() const { return Name(); }
 
   // --- memory ---
   // A zero-filled buffer for activations or caches.

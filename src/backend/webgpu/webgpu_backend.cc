@@ -93,6 +93,11 @@ Result<uint64_t> WebGpuBackend::Calibrate() {
   return lo;
 }
 
+std::string WebGpuBackend::Describe() const {
+  return "webgpu (fill " + std::to_string(tuning_.fill) + " workgroups, subgroups " +
+         (subgroup_ ? std::to_string(subgroup_) : std::string("none")) + ")";
+}
+
 // --- memory
 
 Result<std::unique_ptr<Buffer>> WebGpuBackend::Allocate(size_t bytes) {

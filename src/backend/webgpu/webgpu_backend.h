@@ -27,6 +27,7 @@ class WebGpuBackend final : public Backend {
   // fill: Tuning::fill, or 0 to measure it (Calibrate).
   Status Init(uint64_t fill);
   std::string Name() const override { return "webgpu"; }
+  std::string Describe() const override;
 
   // --- memory (webgpu_backend.cc)
   Result<std::unique_ptr<Buffer>> Allocate(size_t bytes) override;
