@@ -1,15 +1,30 @@
 #!/usr/bin/env bash
 # The whole test suite: a short run of every fuzzer, the Node tests (the WebAssembly CLI and
 # JavaScript API on WebGPU through lavapipe, the demo page and smoke test in headless Chromium,
-# the build manifest), then the unit, golden and CLI tests of the native build (ctest).
+# the build manifest), then the unit, golden and CLI tests of the native build (ctest). Prints
+# the time each stage took at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build
-scripts/build-wasm.sh
-scripts/build-web.sh
-scripts/setup-lavapipe.sh
-scripts/fuzz.sh "${G4_FUZZ_SECONDS:-20}"
-(source .lavapipe/env.sh && node --test tests/js/)
-(cd build && ctest --output-on-failure -j 2)
+stages=()
+stage() {  # stage NAME COMMAND...: runs the command, keeping its time
+  local start=$SECONDS
+  "${@:2}"
+  stages+=("$(printf '%-12s %4d s' "$1" $((SECONDS - start)))")
+}
+native() { cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build; }
+node_tests() { (source .lavapipe/env.sh && node --test tests/js/); }
+ctests() { (cd build && ctest --output-on-failure -j 2); }
+report() {
+  echo "time by stage:"
+  printf '  %s\n' "${stages[@]}"
+  echo "  total        $SECONDS s"
+}
+trap report EXIT
+stage deps scripts/install-deps.sh
+stage native native
+stage wasm scripts/build-wasm.sh
+stage web scripts/build-web.sh
+stage lavapipe scripts/setup-lavapipe.sh
+stage fuzz scripts/fuzz.sh "${G4_FUZZ_SECONDS:-20}"
+stage node node_tests
+stage ctest ctests

@@ -7,9 +7,10 @@
 // per pass, the dispatches run as they do unprofiled (a pass per submit) and each pass is timed
 // whole, so the sum is the GPU's time for the work, gaps between dependent dispatches included.
 
-const UNIFORM_SLOT = 256;      // bytes per dispatch's parameters (minUniformBufferOffsetAlignment)
+// The command list's format and the bind group layout are the module's (src/backend/webgpu/wire.h),
+// handed over by configure() before anything is recorded.
+const UNIFORM_SLOT = 256;      // bytes a dispatch's parameters take (minUniformBufferOffsetAlignment)
 const UNIFORM_SLOTS = 4096;
-const PARAMS = 32;             // parameter words a dispatch may have (the kernels' P)
 export const PROFILE_SCHEMA_VERSION = 3;  // 2: ops[name].by_workgroups; 3: mode, passes
 export const PROFILE_KERNELS = 1, PROFILE_PASSES = 2;  // the modes profile() takes (0: off)
 // Dispatches per submit: the GPU starts on the first ones while the rest are still encoded, and
@@ -23,21 +24,13 @@ const PROFILE_SLOTS = 2048;    // dispatches timed per submit (two queries each)
 export function createGpuImports(device, memory, pending) {
   const buffers = [null];
   const kernels = [null];
-  const layout = device.createBindGroupLayout({
-    entries: [
-      { binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'storage' } },
-      { binding: 1, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'read-only-storage' } },
-      { binding: 2, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'read-only-storage' } },
-      { binding: 3, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'read-only-storage' } },
-      { binding: 4, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'uniform', hasDynamicOffset: true, minBindingSize: PARAMS * 4 } },
-      { binding: 5, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'read-only-storage' } },
-    ],
-  });
-  const pipelineLayout = device.createPipelineLayout({ bindGroupLayouts: [layout] });
+  let L = null;               // the wire format, by name (configure)
+  let layout = null;
+  let pipelineLayout = null;
   const dummy = device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE });
   const uniforms = device.createBuffer({ size: UNIFORM_SLOT * UNIFORM_SLOTS, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
   const uniformData = new Uint32Array(UNIFORM_SLOT * UNIFORM_SLOTS / 4);
-  const groups = new Map();  // groupKey(w1, w2, w3, w4) -> { group, ids } (of the current arena)
+  const groups = new Map();  // groupKey(weight ids) -> { group, ids } (of the current arena)
   // Every slot's dynamic offset, for setBindGroup's typed-array form (no array per dispatch).
   const slotOffsets = new Uint32Array(Math.max(UNIFORM_SLOTS, PROFILE_SLOTS)).map((_, i) => i * UNIFORM_SLOT);
   const names = [null];      // kernel id -> kernel name
@@ -115,24 +108,29 @@ export function createGpuImports(device, memory, pending) {
   };
 
   const bytes = () => new Uint8Array(memory().buffer);
-  // A number while the ids are below 2^13 (four of them fit a double exactly), else a string.
-  const groupKey = (w1, w2, w3, w4) => ((w1 | w2 | w3 | w4) < 8192
-    ? ((w1 * 8192 + w2) * 8192 + w3) * 8192 + w4 : `${w1},${w2},${w3},${w4}`);
-  const bindGroup = (w1, w2, w3, w4) => {
-    const key = groupKey(w1, w2, w3, w4);
+  // A dispatch's weight ids as a key: a number while they are below 2^13 (four fit a double
+  // exactly), else a string.
+  const groupKey = (words, at, n) => {
+    let key = 0, small = true;
+    for (let i = 0; i < n; i++) {
+      small &&= words[at + i] < 8192;
+      key = key * 8192 + words[at + i];
+    }
+    return small && n <= 4 ? key : Array.from(words.subarray(at, at + n)).join(',');
+  };
+  const bindGroup = (words, at) => {
+    const n = L.weightSlots;
+    const key = groupKey(words, at, n);
     const hit = groups.get(key);
     if (hit) return hit.group;
-    const res = (id) => ({ buffer: id ? buffers[id] : dummy });
-    const group = device.createBindGroup({
-      layout,
-      entries: [
-        { binding: 0, resource: { buffer: buffers[arena] } },
-        { binding: 1, resource: res(w1) }, { binding: 2, resource: res(w2) }, { binding: 3, resource: res(w3) },
-        { binding: 4, resource: { buffer: uniforms, size: PARAMS * 4 } },
-        { binding: 5, resource: res(w4) },
-      ],
-    });
-    groups.set(key, { group, ids: [arena, w1, w2, w3, w4] });
+    const ids = Array.from(words.subarray(at, at + n));
+    const entries = [
+      { binding: L.arenaBinding, resource: { buffer: buffers[arena] } },
+      { binding: L.paramsBinding, resource: { buffer: uniforms, size: L.maxParamWords * 4 } },
+      ...ids.map((id, i) => ({ binding: L.firstWeightBinding + i, resource: { buffer: id ? buffers[id] : dummy } })),
+    ];
+    const group = device.createBindGroup({ layout, entries });
+    groups.set(key, { group, ids: [arena, ...ids] });
     return group;
   };
 
@@ -165,14 +163,14 @@ export function createGpuImports(device, memory, pending) {
     const perSubmit = timed ? PROFILE_SLOTS : SUBMIT_DISPATCHES;
     const perGroup = timed ? PROFILE_SLOTS : UNIFORM_SLOTS;  // dispatches sharing one write
     const starts = [];  // where each dispatch's words start
-    for (let p = 0; p < words.length; p += 8 + words[p + 7]) starts.push(p);
+    for (let p = 0; p < words.length; p += L.headerWords + words[p + L.paramWords]) starts.push(p);
     for (let group = 0; group < starts.length; group += perGroup) {
       const groupEnd = Math.min(group + perGroup, starts.length);
       for (let i = group; i < groupEnd; i++) {
-        const p = starts[i], n = words[p + 7], u = (i - group) * 64;
-        for (let k = 0; k < PARAMS; k++) uniformData[u + k] = k < n ? words[p + 8 + k] : 0;
+        const p = starts[i], n = words[p + L.paramWords], u = (i - group) * (UNIFORM_SLOT / 4);
+        for (let k = 0; k < L.maxParamWords; k++) uniformData[u + k] = k < n ? words[p + L.headerWords + k] : 0;
       }
-      device.queue.writeBuffer(uniforms, 0, uniformData, 0, (groupEnd - group) * 64);
+      device.queue.writeBuffer(uniforms, 0, uniformData, 0, (groupEnd - group) * (UNIFORM_SLOT / 4));
       for (let first = group; first < groupEnd; first += perSubmit) {
         const end = Math.min(first + perSubmit, groupEnd);
         const encoder = device.createCommandEncoder();
@@ -183,7 +181,7 @@ export function createGpuImports(device, memory, pending) {
         let last = 0;
         // Plain indexing and loops: this runs a few hundred times per token.
         for (let i = first; i < end; i++) {
-          const p = starts[i], kernel = words[p];
+          const p = starts[i], kernel = words[p + L.kernel];
           if (timed) {
             const q = 2 * (i - first);
             pass = encoder.beginComputePass({
@@ -191,13 +189,13 @@ export function createGpuImports(device, memory, pending) {
             });
             last = 0;
             kernelIds.push(kernel);
-            groups.push(words[p + 5] * words[p + 6]);
+            groups.push(words[p + L.groupsX] * words[p + L.groupsY]);
           }
           if (kernel !== last) pass.setPipeline(kernels[kernel]);
           last = kernel;
-          pass.setBindGroup(0, bindGroup(words[p + 1], words[p + 2], words[p + 3], words[p + 4]), slotOffsets,
+          pass.setBindGroup(0, bindGroup(words, p + L.weights), slotOffsets,
                             i - group, 1);
-          pass.dispatchWorkgroups(words[p + 5], words[p + 6]);
+          pass.dispatchWorkgroups(words[p + L.groupsX], words[p + L.groupsY]);
           if (timed) pass.end();
         }
         if (!timed) pass.end();
@@ -219,6 +217,23 @@ export function createGpuImports(device, memory, pending) {
   };
 
   return {
+    // The command list's format and the bind group layout (src/backend/webgpu/wire.h): count
+    // words at ptr, named by the space-separated names.
+    configure(ptr, count, namesPtr, namesLength) {
+      const values = new Uint32Array(memory().buffer, ptr, count);
+      const names = new TextDecoder().decode(bytes().subarray(namesPtr, namesPtr + namesLength)).split(' ');
+      L = Object.fromEntries(names.map((name, i) => [name, values[i]]));
+      const storage = (type) => ({ visibility: GPUShaderStage.COMPUTE, buffer: { type } });
+      const entries = [
+        { binding: L.arenaBinding, ...storage('storage') },
+        { binding: L.paramsBinding, visibility: GPUShaderStage.COMPUTE,
+          buffer: { type: 'uniform', hasDynamicOffset: true, minBindingSize: L.maxParamWords * 4 } },
+      ];
+      for (let i = 0; i < L.weightSlots; i++) entries.push({ binding: L.firstWeightBinding + i, ...storage('read-only-storage') });
+      layout = device.createBindGroupLayout({ entries });
+      pipelineLayout = device.createPipelineLayout({ bindGroupLayouts: [layout] });
+      groups.clear();
+    },
     create_buffer(size, kind) {
       try {
         const usage = kind === 0

@@ -114,6 +114,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string Name() const = 0;
+  // The name and what the backend measured or chose of the device, for benchmarks and logs.
+  virtual std::string Describe() const { return Name(); }
 
   // --- memory ---
   // A zero-filled buffer for activations or caches.
@@ -261,8 +263,11 @@ std::unique_ptr<Backend> MakeCpuBackend(int threads = 0);  // 0: all cores
 #ifdef __wasi__
 // The WebGPU backend (WebAssembly builds, with the host's gpu imports): activations and caches in
 // one arena of up to `arena_bytes` (capped by the adapter's binding size); weights larger than
-// `weight_binding_limit` (0: the adapter's binding size) are split across bindings.
-Result<std::unique_ptr<Backend>> MakeWebGpuBackend(uint64_t arena_bytes, uint64_t weight_binding_limit = 0);
+// `weight_binding_limit` (0: the adapter's binding size) are split across bindings. `fill`: the
+// workgroups that keep the device busy, which shape the dispatches of work with few rows; 0:
+// measured when the backend is made.
+Result<std::unique_ptr<Backend>> MakeWebGpuBackend(uint64_t arena_bytes, uint64_t weight_binding_limit = 0,
+                                                   uint64_t fill = 0);
 #endif
 
 }  // namespace g4

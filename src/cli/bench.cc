@@ -320,7 +320,7 @@ int RunBench(const std::vector<std::string>& argv) {
     std::printf("backend cpu; host memory read bandwidth: %.2f GB/s (%d threads, %lld MiB buffer)\n", bandwidth,
                 nthreads, *bw_mib);
   } else {
-    std::printf("backend %s; device read bandwidth (a kernel streaming %lld MiB): %.1f GB/s\n", backend->Name().c_str(),
+    std::printf("backend %s; device read bandwidth (a kernel streaming %lld MiB): %.1f GB/s\n", backend->Describe().c_str(),
                 *bw_mib, bandwidth);
   }
   auto floor = DispatchFloor(*backend);

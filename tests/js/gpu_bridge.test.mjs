@@ -1,8 +1,10 @@
-// The bridge's command lists (web/gpu_bridge.mjs) on Dawn over lavapipe: a list longer than one
-// submit runs every dispatch, in order, each with its own parameters, and a read handed over with
-// the list (its copy in the last submit) or after it sees all of their work; reads reuse their
-// staging buffers, and the bridge destroys them when disposed; a profile sums each kernel's time
-// per dispatch size, or times each submit's pass whole.
+// The bridge's command lists (web/gpu_bridge.mjs) on Dawn over lavapipe: the bridge reads them, and
+// binds, in the layout configure() hands it (here one unlike the module's, src/backend/webgpu/wire.h,
+// so that a bridge that assumed the module's would fail); a list longer than one submit runs
+// every dispatch, in order, each with its own parameters, and a read handed over with the list
+// (its copy in the last submit) or after it sees all of their work; reads reuse their staging
+// buffers, and the bridge destroys them when disposed; a profile sums each kernel's time per
+// dispatch size, or times each submit's pass whole.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { create, globals } from 'webgpu';
@@ -13,13 +15,26 @@ const gpu = create([]);  // kept referenced for the life of the process
 
 // Each dispatch folds its parameter into the arena's first word (h = h * 31 + p) and counts itself
 // in the second: the result depends on every dispatch, their order and their parameters.
+// The layout the test configures: fields, slots and bindings all elsewhere than the module's.
+const LAYOUT = { paramWords: 0, groupsY: 1, groupsX: 2, weights: 3, weightSlots: 4, kernel: 7, headerWords: 9,
+                 maxParamWords: 32, arenaBinding: 7, paramsBinding: 5, firstWeightBinding: 0 };
 const KERNEL = `
-@group(0) @binding(0) var<storage, read_write> a: array<u32>;
-@group(0) @binding(4) var<uniform> P: array<vec4<u32>, 8>;
+@group(0) @binding(7) var<storage, read_write> a: array<u32>;
+@group(0) @binding(5) var<uniform> P: array<vec4<u32>, 8>;
 @compute @workgroup_size(1) fn main() {
   a[0] = a[0] * 31u + P[0].x;
   a[1] = a[1] + 1u;
 }`;
+// Dispatch i's words (kernel 1, no weights, workgroups x by y, one parameter) at words[at ..].
+function record(words, at, x, y, param) {
+  words.fill(0, at, at + LAYOUT.headerWords + 1);
+  words[at + LAYOUT.kernel] = 1;
+  words[at + LAYOUT.groupsX] = x;
+  words[at + LAYOUT.groupsY] = y;
+  words[at + LAYOUT.paramWords] = 1;
+  words[at + LAYOUT.headerWords] = param;
+}
+const RECORD = LAYOUT.headerWords + 1;
 
 function expected(params) {
   let h = 0;
@@ -37,6 +52,10 @@ async function withBridge(fn) {
   const pending = { promise: null };
   const bridge = createGpuImports(device, () => mem, pending);
   const heap = new Uint8Array(mem.buffer);
+  const names = new TextEncoder().encode(Object.keys(LAYOUT).join(' '));
+  new Uint32Array(mem.buffer, 2048, names.length).set(Object.values(LAYOUT));
+  heap.set(names, 3072);
+  bridge.configure(2048, Object.keys(LAYOUT).length, 3072, names.length);
   const code = new TextEncoder().encode(KERNEL), name = new TextEncoder().encode('fold');
   heap.set(code, 0);
   heap.set(name, 4096);
@@ -45,8 +64,8 @@ async function withBridge(fn) {
   assert.ok(arena > 0);
   // Writes a command list of one dispatch per parameter at byte 8192; returns its word count.
   const list = (params) => {
-    const words = new Uint32Array(mem.buffer, 8192, params.length * 9);
-    params.forEach((p, i) => words.set([1, 0, 0, 0, 0, 1, 1, 1, p], 9 * i));
+    const words = new Uint32Array(mem.buffer, 8192, params.length * RECORD);
+    params.forEach((p, i) => record(words, RECORD * i, 1, 1, p));
     return words.length;
   };
   // Reads the arena's first two words, handing over `count` words of commands with the read.
@@ -126,8 +145,8 @@ test('a profile sums each kernel per dispatch size (workgroups x times y)', asyn
   await withBridge(async ({ bridge, read, mem, pending }) => {
     bridge.profile(PROFILE_KERNELS);
     const sizes = [[1, 1], [3, 1], [2, 2], [3, 1], [1, 1], [1, 1], [1, 3]];
-    const words = new Uint32Array(mem.buffer, 8192, 9 * sizes.length);
-    sizes.forEach(([x, y], i) => words.set([1, 0, 0, 0, 0, x, y, 1, i], 9 * i));
+    const words = new Uint32Array(mem.buffer, 8192, RECORD * sizes.length);
+    sizes.forEach(([x, y], i) => record(words, RECORD * i, x, y, i));
     await read(words.length);  // (several workgroups fold racily: only the profile is checked)
     bridge.profile(0);
     bridge.profile_read(16384, 16384);
@@ -156,15 +175,15 @@ test('a profile of passes times each submit whole and counts its dispatches', as
       return JSON.parse(new TextDecoder().decode(new Uint8Array(mem.buffer, 16384, length)));
     };
     // 7 dispatches, then 3 more in a second command list: two submits.
-    const words = new Uint32Array(mem.buffer, 8192, 9 * 7);
-    for (let i = 0; i < 7; i++) words.set([1, 0, 0, 0, 0, 1, 1, 1, i], 9 * i);
+    const words = new Uint32Array(mem.buffer, 8192, RECORD * 7);
+    for (let i = 0; i < 7; i++) record(words, RECORD * i, 1, 1, i);
     bridge.profile(PROFILE_KERNELS);
-    await read(9);
+    await read(RECORD);
     bridge.profile(PROFILE_PASSES);  // starts afresh: the kernel just timed is not in it
     await read(words.length);
-    await read(27);
+    await read(3 * RECORD);
     bridge.profile(0);
-    await read(27);  // not profiled
+    await read(3 * RECORD);  // not profiled
     const p = await readProfile();
     assert.equal(p.schema_version, 3);
     assert.equal(p.mode, 'passes');

@@ -1,13 +1,10 @@
 // Every backend op on WebGPU against the CPU reference (build-wasm/ops_compare.wasm runs both
 // inside the module and prints the NMSE of each case against its bound), on a device with
-// subgroups (the team reductions use subgroup adds; lavapipe's subgroups are 8 wide) and on one
-// without (the workgroup-memory reductions), side by side. Without subgroups only the reductions
-// change, and they do not depend on the weight type: that run takes the cases over bf16 and q4
-// weights (and those over none), which reach every kernel and row count the others do, less the
-// 8-row products over very many features (matvec_rows; its reductions at 2 and 3 rows, and other
-// kernels' at 8, stay). Lavapipe compiles a kernel's workgroup-memory reductions slowly, the more
-// rows the slower: those three cases took 2.5 minutes each on 2 cores, and the whole matrix twice
-// ran past half an hour.
+// subgroups (the team reductions of matvec.wgsl and kv_norm.wgsl use subgroup adds; lavapipe's
+// subgroups are 8 wide) and on one without (team.wgsl's workgroup-memory reductions), side by
+// side. Without subgroups only those reductions change, and they depend on the kernel's form and
+// rows, not on the weight type: that run takes the bf16 cases of the kernels that reduce by
+// teams (every form and rows variant has one), not matmul.wgsl's tiles or the ops of no weight.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -17,8 +14,9 @@ import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-const NO_SUBGROUP_TYPES = ['BF16', 'Q4'];
-const NO_SUBGROUP_SKIPS = ['many_features_BF16_8x'];
+const WEIGHT_TYPES = ['F32', 'F16', 'BF16', 'Q8', 'Q4'];
+const NO_SUBGROUP_TYPE = 'BF16';
+const NO_SUBGROUP_SKIPS = ['tiled'];
 
 async function run(features, args) {
   const script = `
@@ -52,17 +50,23 @@ function check(out, what) {
 }
 
 // The weight type a case's name names (a part between underscores), or null.
-const typeOf = (op) => op.split('_').find((p) => ['F32', 'F16', 'BF16', 'Q8', 'Q4'].includes(p)) ?? null;
+const typeOf = (op) => op.split('_').find((p) => WEIGHT_TYPES.includes(p)) ?? null;
 
 test('every op matches the CPU reference, with and without subgroups', { timeout: 2700000 }, async () => {
-  const noSubgroupArgs = [`--types=${NO_SUBGROUP_TYPES.join(',')}`, ...NO_SUBGROUP_SKIPS.map((s) => `--skip=${s}`)];
+  const noSubgroupArgs = [`--types=${NO_SUBGROUP_TYPE}`, '--typed-only', ...NO_SUBGROUP_SKIPS.map((s) => `--skip=${s}`)];
   const [withSubgroups, without] = await Promise.all([run(['subgroups'], []), run([], noSubgroupArgs)]);
   const all = check(withSubgroups, 'subgroups'), some = check(without, 'no subgroups');
   assert.ok(all.features.includes('subgroups'), 'lavapipe offers subgroups');
   assert.ok(!some.features.includes('subgroups'));
-  for (const t of ['F32', 'F16', 'BF16', 'Q8', 'Q4']) assert.ok(all.ops.some((op) => typeOf(op) === t), t);
-  const expected = all.ops.filter((op) => (typeOf(op) === null || NO_SUBGROUP_TYPES.includes(typeOf(op))) &&
-                                          !NO_SUBGROUP_SKIPS.some((s) => op.includes(s)));
-  assert.ok(expected.some((op) => op.startsWith('matmul_many_features_BF16_')));
-  assert.deepEqual(some.ops, expected, 'without subgroups: the bf16, q4 and untyped cases, each once');
+  for (const t of WEIGHT_TYPES) {
+    for (const form of ['matmul_', 'norm_matmul_', 'gate_up_', 'norm_matmul2_', 'matmul_gelu_mul_', 'attention_inputs_',
+                        'embed_gather_', 'split_matmul_', 'matmul_tiled_']) {
+      assert.ok(all.ops.some((op) => op.startsWith(form) && typeOf(op) === t), `${form} over ${t}`);
+    }
+  }
+  const expected = all.ops.filter((op) => typeOf(op) === NO_SUBGROUP_TYPE && !NO_SUBGROUP_SKIPS.some((s) => op.includes(s)));
+  for (const rows of ['_1x', '_2x', '_3x', '_4x', '_6x', '_8x']) {
+    assert.ok(expected.some((op) => op.includes(rows)), `without subgroups: a case of ${rows}`);
+  }
+  assert.deepEqual(some.ops, expected, 'without subgroups: the bf16 cases of the team-reducing kernels, each once');
 });

@@ -7,6 +7,10 @@
 #define G4_GPU_IMPORT(name) __attribute__((import_module("gpu"), import_name(#name)))
 
 extern "C" {
+// The command list's format and the bind group layout (wire.h): `count` words at `layout`, named
+// by the space-separated `names`. Called once, before anything is recorded.
+G4_GPU_IMPORT(configure)
+void g4_gpu_configure(const uint32_t* layout, uint32_t count, const char* names, uint32_t names_length);
 // kind 0: the activation arena (storage, copy source and destination); 1: weights (storage, copy
 // destination). Returns a handle > 0, or 0 when the device cannot allocate it.
 G4_GPU_IMPORT(create_buffer) uint32_t g4_gpu_create_buffer(double size, uint32_t kind);
@@ -15,7 +19,7 @@ G4_GPU_IMPORT(write_buffer) void g4_gpu_write_buffer(uint32_t buffer, double off
 // Compiles WGSL source as kernel `id` (entry point "main"); `name` labels it in profiles.
 G4_GPU_IMPORT(register_kernel)
 uint32_t g4_gpu_register_kernel(uint32_t id, const char* wgsl, uint32_t length, const char* name, uint32_t name_length);
-// Runs a recorded command list (see webgpu_backend.cc), in a few submits (web/gpu_bridge.mjs).
+// Runs a recorded command list (wire.h), in a few submits (web/gpu_bridge.mjs).
 G4_GPU_IMPORT(submit) void g4_gpu_submit(const uint32_t* words, uint32_t count);
 // Runs a recorded command list (maybe empty) as submit does, and starts reading bytes back: a copy
 // in its last submit, after every dispatch. Returns a ticket (> 0) for read_finish or read_cancel.

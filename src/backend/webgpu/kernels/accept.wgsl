@@ -1,13 +1,19 @@
-// Greedy acceptance: result = (m, target[m]), m the length of the longest prefix of the drafts
-// equal to the target's tokens. One thread. P: result, drafts, target, k
+// Greedy acceptance: result = (m, verified[m]), m the length of the longest prefix of the drafts
+// equal to the target's tokens. One thread.
+struct Params {
+  result: u32,    // (2)
+  drafts: u32,    // (k)
+  verified: u32,  // the target's tokens for them: (k + 1)
+  k: u32,
+}
 @compute @workgroup_size(1)
 fn main() {
-  let k = pu(3u);
+  let k = P.k;
   var m = 0u;
   loop {
-    if (m >= k || A[pu(1u) + m] != A[pu(2u) + m]) { break; }
+    if (m >= k || af(P.drafts + m) != af(P.verified + m)) { break; }
     m++;
   }
-  A[pu(0u)] = f32(m);
-  A[pu(0u) + 1u] = A[pu(2u) + m];
+  afset(P.result, f32(m));
+  afset(P.result + 1u, af(P.verified + m));
 }

@@ -1,6 +1,15 @@
-// ids[r] = index of the largest x[r, :], the lowest among equals, as a float. Long rows in two
-// passes: pass 1 leaves the best (value, index) of each of `chunks` slices of a row in
-// `partials`, pass 2 picks among them. P: ids, x, rows, cols, phase (0: one pass, 1, 2), chunks, partials
+// ids[r] = the index of the largest x[r, :], the lowest among equals, as a float. Long rows in
+// two passes: pass 1 leaves the best (value, index) of each of `chunks` slices of a row in
+// `parts`, pass 2 picks among them.
+struct Params {
+  ids: u32,     // (rows)
+  x: u32,       // (rows, cols)
+  rows: u32,
+  cols: u32,
+  phase: u32,   // 0: one pass; 1, 2
+  chunks: u32,  // slices a row in pass 1
+  parts: u32,   // pass 1's results: (rows, chunks) pairs of (value, index bits)
+}
 var<workgroup> best_v: array<f32, 256>;
 var<workgroup> best_i: array<u32, 256>;
 
@@ -11,8 +20,8 @@ fn better(v: f32, i: u32, bv: f32, bi: u32) -> bool {
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
-  let g = wg.x + wg.y * n.x;
-  let rows = pu(2u); let cols = pu(3u); let phase = pu(4u); let chunks = pu(5u); let parts = pu(6u);
+  let g = wid(wg, n);
+  let rows = P.rows; let cols = P.cols; let phase = P.phase; let chunks = P.chunks; let parts = P.parts;
   var r = g; var lo = 0u; var hi = cols;
   if (phase == 1u) {
     r = g / chunks;
@@ -24,13 +33,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   if (phase == 2u) {
     for (var c = lid.x; c < chunks; c += 256u) {
       let at = parts + 2u * (r * chunks + c);
-      let v = A[at]; let i = bitcast<u32>(A[at + 1u]);
+      let v = af(at); let i = au(at + 1u);
       if (better(v, i, bv, bi)) { bv = v; bi = i; }
     }
   } else {
-    let x = pu(1u) + r * cols;
+    let x = P.x + r * cols;
     for (var c = lo + lid.x; c < hi; c += 256u) {
-      let v = A[x + c];
+      let v = af(x + c);
       if (better(v, c, bv, bi)) { bv = v; bi = c; }
     }
   }
@@ -44,9 +53,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   }
   if (lid.x == 0u) {
     if (phase == 1u) {
-      A[parts + 2u * g] = best_v[0]; A[parts + 2u * g + 1u] = bitcast<f32>(best_i[0]);
+      afset(parts + 2u * g, best_v[0]); afset(parts + 2u * g + 1u, bitcast<f32>(best_i[0]));
     } else {
-      A[pu(0u) + r] = f32(best_i[0]);
+      afset(P.ids + r, f32(best_i[0]));
     }
   }
 }

@@ -1,13 +1,18 @@
 // id = keys[j] for the j with the largest x[j], the lowest key among equals. One workgroup.
-// P: id, x, keys, cols
+struct Params {
+  id: u32,    // (1)
+  x: u32,     // (cols)
+  keys: u32,  // (cols), as floats
+  cols: u32,
+}
 var<workgroup> bv: array<f32, 256>;
 var<workgroup> bk: array<f32, 256>;
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
-  let cols = pu(3u);
+  let cols = P.cols;
   var v = -3.4e38; var key = 3.4e38; var any = false;
   for (var c = lid.x; c < cols; c += 256u) {
-    let xv = A[pu(1u) + c]; let kv = A[pu(2u) + c];
+    let xv = af(P.x + c); let kv = af(P.keys + c);
     if (!any || xv > v || (xv == v && kv < key)) { v = xv; key = kv; any = true; }
   }
   bv[lid.x] = v; bk[lid.x] = key;
@@ -19,5 +24,5 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
     }
     workgroupBarrier();
   }
-  if (lid.x == 0u) { A[pu(0u)] = bk[0]; }
+  if (lid.x == 0u) { afset(P.id, bk[0]); }
 }

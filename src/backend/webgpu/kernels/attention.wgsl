@@ -1,11 +1,11 @@
-// Attention of one (row, head) over one split of its visible positions; splits > 1 leave
-// (max, sum, unnormalised output) for attention_combine, one split writes the output. Positions in
-// tiles of 64 with an online softmax across tiles. Scores: a team of 16 threads per position, 16
-// positions at a time, each lane keeping its partial sums of all four rounds, summed once per
-// tile. Values: four groups of 64 threads, each over every fourth position and up to 8 head
-// dimensions per thread, the groups' sums added at the end. Scale 1, head dims <= 512.
-// P: out, q, k_new, v_new, k_cache, v_cache, rows, heads, kv_heads, head_dim,
-//    window | past_only << 31, start, cached, capacity, splits, partials
+// Attention of one (row, head) over one split of its visible positions, for any head dim up to
+// 512 and any offsets (attention_wide.wgsl reads 16 bytes at a time where it can); splits > 1
+// leave (max, sum, unnormalised output) for attention_combine.wgsl, one split writes the output.
+// Positions in tiles of 64 with an online softmax across tiles. Scores: a team of 16 threads a
+// position, 16 positions at a time, each lane keeping its partial sums of all four rounds, summed
+// once a tile. Values: four groups of 64 threads, each over every fourth position and up to 8
+// head dimensions a thread, the groups' sums added at the end. Scale 1.
+//! uses attention_span
 var<workgroup> qs: array<f32, 512>;
 var<workgroup> sc: array<f32, 64>;
 var<workgroup> scratch: array<f32, 2048>;  // the scores' partial sums (64 x 16), then the groups' outputs (4 x 512)
@@ -13,13 +13,13 @@ var<workgroup> scratch: array<f32, 2048>;  // the scores' partial sums (64 x 16)
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
-  let t = wg.x + wg.y * n.x;
-  let d = pu(9u); let splits = pu(14u);
-  if (t >= pu(6u) * pu(7u) * splits) { return; }
+  let t = wid(wg, n);
+  let d = P.head_dim; let splits = P.splits;
+  if (t >= P.rows * P.heads * splits) { return; }
   let span = attention_span(t);
   let rh = span.rh; let kv = span.kv; let slo = span.slo; let shi = span.shi;
-  let q = pu(1u) + rh * d;
-  for (var i = lid.x; i < d; i += 256u) { qs[i] = A[q + i]; }
+  let q = P.q + rh * d;
+  for (var i = lid.x; i < d; i += 256u) { qs[i] = af(q + i); }
   workgroupBarrier();
   let team = lid.x >> 4u; let lane = lid.x & 15u;
   let group = lid.x >> 6u; let gl = lid.x & 63u;
@@ -32,9 +32,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (var it = 0; it < 4; it++) {
       let c = i32(team) + 16 * it;
       if (c < cnt) {
-        let kb = kv_at(p0 + c, kv, pu(4u), pu(2u));
+        let kb = kv_at(p0 + c, kv, P.k_cache, P.k_new);
         var s = 0.0;
-        for (var i = lane; i < d; i += 16u) { s += qs[i] * A[kb + i]; }
+        for (var i = lane; i < d; i += 16u) { s += qs[i] * af(kb + i); }
         part[it] = s;
       }
     }
@@ -55,9 +55,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (var k = 0u; k < 8u; k++) { acc[k] *= corr; }
     for (var c = i32(group); c < cnt; c += 4) {
       let e = exp(sc[c] - nm);
-      let vb = kv_at(p0 + c, kv, pu(5u), pu(3u));
+      let vb = kv_at(p0 + c, kv, P.v_cache, P.v_new);
       for (var k = 0u; k < 8u; k++) {
-        if (gl + 64u * k < d) { acc[k] += e * A[vb + gl + 64u * k]; }
+        if (gl + 64u * k < d) { acc[k] += e * af(vb + gl + 64u * k); }
       }
     }
     l = l * corr + ts;
@@ -74,15 +74,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   if (splits == 1u) {
     var inv = 0.0;
     if (l > 0.0) { inv = 1.0 / l; }
-    let o = pu(0u) + rh * d;
+    let o = P.dst + rh * d;
     for (var k = 0u; k < 2u; k++) {
-      if (lid.x + 256u * k < d) { A[o + lid.x + 256u * k] = out[k] * inv; }
+      if (lid.x + 256u * k < d) { afset(o + lid.x + 256u * k, out[k] * inv); }
     }
     return;
   }
-  let o = pu(15u) + t * (d + 2u);
-  if (lid.x == 0u) { A[o] = m; A[o + 1u] = l; }
+  let o = P.partials + t * (d + 2u);
+  if (lid.x == 0u) { afset(o, m); afset(o + 1u, l); }
   for (var k = 0u; k < 2u; k++) {
-    if (lid.x + 256u * k < d) { A[o + 2u + lid.x + 256u * k] = out[k]; }
+    if (lid.x + 256u * k < d) { afset(o + 2u + lid.x + 256u * k, out[k]); }
   }
 }

@@ -1,26 +1,54 @@
-// Shared by attention.wgsl and attention_wide.wgsl (P as theirs): which (row, head) and which
-// split of its visible positions workgroup t takes, and where a position's key or value starts.
+// The attention kernels' parameters, and what they share: which (row, head) and which split of
+// its visible positions a workgroup takes, and where a position's key or value starts. A query
+// at position p sees p - window + 1 .. p (all when window is 0; p - 1 last when past_only):
+// cached positions in the cache ring (slot = position % capacity) and the new rows' own.
+struct Params {
+  dst: u32,       // (rows, heads, head_dim)
+  q: u32,         // (rows, heads, head_dim)
+  k_new: u32,     // the new rows' keys: (rows, kv_heads, head_dim)
+  v_new: u32,     // and values
+  k_cache: u32,   // (capacity, kv_heads, head_dim)
+  v_cache: u32,
+  rows: u32,
+  heads: u32,
+  kv_heads: u32,
+  head_dim: u32,
+  window: u32,    // the sliding window (0: none) | past_only << 31
+  start: u32,     // the first new row's position
+  cached: u32,    // positions start - cached .. start - 1 are in the cache
+  capacity: u32,  // the cache ring's rows
+  splits: u32,    // splits of each (row, head)'s positions (attention_combine.wgsl merges them)
+  partials: u32,  // the splits' (max, sum, output): (rows, heads, splits, head_dim + 2)
+  freqs: u32,     // attention_wide with NORMED: RoPE's inverse frequencies
+  eps: f32,       // attention_wide with NORMED: the query norm's epsilon
+}
 
 // Where position p's key (or value) of kv head `kv` starts, in floats: the cache ring, or the new rows.
 fn kv_at(p: i32, kv: u32, cache: u32, fresh: u32) -> u32 {
-  let d = pu(9u); let kv_row = pu(8u) * d; let start = i32(pu(11u));
-  if (p < start) { return cache + u32(p % i32(pu(13u))) * kv_row + kv * d; }
+  let d = P.head_dim; let kv_row = P.kv_heads * d; let start = i32(P.start);
+  if (p < start) { return cache + u32(p % i32(P.capacity)) * kv_row + kv * d; }
   return fresh + u32(p - start) * kv_row + kv * d;
 }
 
+// The positions the query of row r sees: lo .. hi (empty when hi < lo).
+fn row_span(r: u32) -> vec2<i32> {
+  let window = i32(P.window & 0x7fffffffu); let start = i32(P.start);
+  var hi = start + i32(r);
+  if ((P.window >> 31u) != 0u) { hi -= 1; }
+  var lo = max(start - i32(P.cached), 0);
+  if (window > 0) { lo = max(lo, hi - window + 1); }
+  return vec2<i32>(lo, hi);
+}
+
 // Workgroup t < rows * heads * splits: (row, head) pair rh, its kv head, and positions slo..shi
-// of split t % splits. A query at position p sees p - window + 1 .. p (p - 1 last when past_only).
+// of split t % splits.
 struct Span { rh: u32, kv: u32, slo: i32, shi: i32 }
 fn attention_span(t: u32) -> Span {
-  let heads = pu(7u); let kvh = pu(8u); let splits = pu(14u);
+  let heads = P.heads; let splits = P.splits;
   let sp = t % splits; let rh = t / splits; let r = rh / heads; let h = rh % heads;
-  let window = i32(pu(10u) & 0x7fffffffu); let start = i32(pu(11u)); let cached = i32(pu(12u));
-  let pos = start + i32(r);
-  var hi = pos;
-  if ((pu(10u) >> 31u) != 0u) { hi = pos - 1; }
-  var lo = max(start - cached, 0);
-  if (window > 0) { lo = max(lo, hi - window + 1); }
+  let span = row_span(r);
+  let lo = span.x; let hi = span.y;
   let per = (max(hi - lo + 1, 0) + i32(splits) - 1) / i32(splits);
   let slo = lo + i32(sp) * per;
-  return Span(rh, h / (heads / kvh), slo, min(hi, slo + per - 1));
+  return Span(rh, h / (heads / P.kv_heads), slo, min(hi, slo + per - 1));
 }

@@ -1,14 +1,12 @@
 // attention.wgsl for many rows (prefill), head dims a multiple of 4 up to 512 and every offset a
-// multiple of 4 (the arena seen as vec4s). A workgroup takes 16 query vectors of one kv head (the
-// query heads that share it, row after row) and walks the positions they see 64 at a time, so a
-// key or value is read once per 16 queries, not once per query. Scores: thread (tq, tp) sums
-// query tq against positions tp + 16 m over the head dim, 32 dims at a time staged in workgroup
-// memory (slot i ^ (row & 7): no bank conflicts), the next 32 loaded while these multiply;
-// softmax online per query; values: a thread holds vec4 di of the output of queries g, g + ng,
-// ... (ng = 256 / (d / 4) groups).
-// P: out, q, k_new, v_new, k_cache, v_cache, rows, heads, kv_heads, head_dim,
-//    window | past_only << 31, start, cached, capacity
-const VU = 8u;  // value positions loaded at once (8 and 16 measured alike on the H200, 4 slower)
+// multiple of 4. A workgroup takes 16 query vectors of one kv head (the query heads that share
+// it, row after row) and walks the positions they see 64 at a time, so a key or value is read
+// once for 16 queries, not once a query. Scores: thread (tq, tp) sums query tq against positions
+// tp + 16 m over the head dim, 32 dims at a time staged in workgroup memory (slot i ^ (row & 7):
+// no bank conflicts), the next 32 loaded while these multiply; softmax online a query; values: a
+// thread holds vec4 di of the output of queries g, g + ng, ... (ng = 256 / (d / 4) groups).
+//! uses attention_span
+const VU = 8u;  // value positions loaded at once
 var<workgroup> qs: array<vec4<f32>, 128>;  // 16 queries x 8 vec4s of the current 32 dims
 var<workgroup> ks: array<vec4<f32>, 512>;  // 64 positions x 8 vec4s
 var<workgroup> ps: array<vec4<f32>, 256>;  // probabilities: 64 positions x 16 queries
@@ -19,36 +17,26 @@ var<workgroup> qc: array<f32, 16>;         // and this block's correction of bot
 
 fn slot8(row: u32, i: u32) -> u32 { return row * 8u + (i ^ (row & 7u)); }
 
-// The positions row r sees: lo .. hi (empty when hi < lo).
-fn row_span(r: u32) -> vec2<i32> {
-  let window = i32(pu(10u) & 0x7fffffffu); let start = i32(pu(11u)); let cached = i32(pu(12u));
-  var hi = start + i32(r);
-  if ((pu(10u) >> 31u) != 0u) { hi -= 1; }
-  var lo = max(start - cached, 0);
-  if (window > 0) { lo = max(lo, hi - window + 1); }
-  return vec2<i32>(lo, hi);
-}
-
 // Vec4 c0 + (e & 7) of query vector q0 + (e >> 3) (e < 128); zero past the ends.
 fn stage_q(e: u32, c0: u32, q0: u32, nq: u32, kv: u32, grp: u32, heads: u32, d: u32, d4: u32) -> vec4<f32> {
   let qq = q0 + (e >> 3u); let i = c0 + (e & 7u);
   if (e >= 128u || qq >= nq || i >= d4) { return vec4<f32>(0.0); }
-  return A[(pu(1u) + ((qq / grp) * heads + kv * grp + qq % grp) * d) / 4u + i];
+  return A[(P.q + ((qq / grp) * heads + kv * grp + qq % grp) * d) / 4u + i];
 }
 // Vec4 c0 + (e & 7) of the key of position p0 + (e >> 3); zero past the ends.
 fn stage_k(e: u32, c0: u32, p0: i32, hi: i32, kv: u32, d4: u32) -> vec4<f32> {
   let p = p0 + i32(e >> 3u); let i = c0 + (e & 7u);
   if (p > hi || i >= d4) { return vec4<f32>(0.0); }
-  return A[kv_at(p, kv, pu(4u), pu(2u)) / 4u + i];
+  return A[kv_at(p, kv, P.k_cache, P.k_new) / 4u + i];
 }
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
-  let d = pu(9u); let d4 = d / 4u; let heads = pu(7u); let kvh = pu(8u);
+  let d = P.head_dim; let d4 = d / 4u; let heads = P.heads; let kvh = P.kv_heads;
   let grp = heads / kvh;  // query heads per kv head
-  let nq = pu(6u) * grp;  // query vectors of this kv head
-  let t = wg.x + wg.y * n.x;
+  let nq = P.rows * grp;  // query vectors of this kv head
+  let t = wid(wg, n);
   let kv = t % kvh; let q0 = (t / kvh) * 16u;
   if (q0 >= nq) { return; }  // the same for the whole workgroup
   let span_lo = row_span(q0 / grp).x;
@@ -127,7 +115,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       for (var pp = 0u; pp < cnt; pp += VU) {
         var v: array<vec4<f32>, VU>;
         for (var u = 0u; u < VU; u++) {
-          if (pp + u < cnt) { v[u] = A[kv_at(p0 + i32(pp + u), kv, pu(5u), pu(3u)) / 4u + di]; } else { v[u] = vec4<f32>(0.0); }
+          if (pp + u < cnt) { v[u] = A[kv_at(p0 + i32(pp + u), kv, P.v_cache, P.v_new) / 4u + di]; } else { v[u] = vec4<f32>(0.0); }
         }
         for (var j = 0u; j < 8u; j++) {
           let q = g + ng * j;
@@ -148,7 +136,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (q < 16u && qq < nq) {
       var inv = 0.0;
       if (ql[q] > 0.0) { inv = 1.0 / ql[q]; }
-      A[(pu(0u) + ((qq / grp) * heads + kv * grp + qq % grp) * d) / 4u + di] = acc[j] * inv;
+      A[(P.dst + ((qq / grp) * heads + kv * grp + qq % grp) * d) / 4u + di] = acc[j] * inv;
     }
   }
 }

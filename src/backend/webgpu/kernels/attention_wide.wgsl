@@ -1,16 +1,12 @@
-// attention.wgsl with the arena seen as vec4s, for head dims a multiple of 4 (up to 512) and
-// every offset a multiple of 4: queries, keys and values are read 16 bytes at a time, and each
-// thread loads all its words of a tile before it uses any (a tile costs one or two trips to memory,
-// not one per word). Scores: a team of 16 lanes per position, 16 positions at a time, each lane
-// four positions' words of the key; values: four groups of 64 threads over every fourth position,
-// a thread holding dims 4t .. 4t + 3 and 256 + 4t .. 256 + 4t + 3, each group with its own
-// running max and sum, merged at the end. Splits as attention.wgsl (the same partials for
-// attention_combine).
-// NORMED: the query is rms-normed with W1 and rotated (RoPE at its row's position, start + row;
-// frequencies at P16, eps P17) as it is loaded, as norm_rope.wgsl would have done it first.
-// P: out, q, k_new, v_new, k_cache, v_cache, rows, heads, kv_heads, head_dim,
-//    window | past_only << 31, start, cached, capacity, splits, partials[, inv_freq, eps]
-const NORMED = NORMEDv;
+// attention.wgsl for head dims a multiple of 4 (up to 512) and every offset a multiple of 4:
+// queries, keys and values are read 16 bytes at a time, and each thread loads all its words of a
+// tile before it uses any (a tile costs one or two trips to memory, not one a word). Scores: a
+// team of 16 lanes a position, 16 positions at a time, each lane four positions' words of the
+// key; values: four groups of 64 threads over every fourth position, a thread holding dims
+// 4t .. 4t + 3 and 256 + 4t .. 256 + 4t + 3, each group with its own running max and sum, merged
+// at the end. Splits as attention.wgsl (the same partials for attention_combine.wgsl).
+//! uses weights, attention_span
+//! variant NORMED: bool  the query rms-normed with W1 and rotated (RoPE at its row's position, P.freqs, P.eps) as it is loaded
 var<workgroup> qs: array<vec4<f32>, 128>;
 var<workgroup> sc: array<f32, 64>;
 var<workgroup> red: array<f32, 1040>;         // the scores' partial sums, 16 lanes x 64 positions (rows of 65)
@@ -21,13 +17,13 @@ var<workgroup> outs: array<vec4<f32>, 512>;   // the groups' outputs, 4 x 128
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
-  let t = wg.x + wg.y * n.x;
-  let d = pu(9u); let splits = pu(14u);
-  if (t >= pu(6u) * pu(7u) * splits) { return; }
+  let t = wid(wg, n);
+  let d = P.head_dim; let splits = P.splits;
+  if (t >= P.rows * P.heads * splits) { return; }
   let span = attention_span(t);
   let rh = span.rh; let kv = span.kv; let slo = span.slo; let shi = span.shi;
   let d4 = d / 4u;
-  let q = (pu(1u) + rh * d) / 4u;
+  let q = (P.q + rh * d) / 4u;
   for (var i = lid.x; i < d4; i += 256u) { qs[i] = A[q + i]; }
   workgroupBarrier();
   if (NORMED) {
@@ -39,15 +35,15 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       if (lid.x < k) { red[lid.x] += red[lid.x + k]; }
       workgroupBarrier();
     }
-    let inv = 1.0 / sqrt(red[0] / f32(d) + pf(17u));
-    let h4 = d4 / 2u; let half = d / 2u; let pos = f32(pu(11u) + rh / pu(7u));
+    let inv = 1.0 / sqrt(red[0] / f32(d) + P.eps);
+    let h4 = d4 / 2u; let half = d / 2u; let pos = f32(P.start + rh / P.heads);
     var lo = vec4<f32>(0.0); var hi = vec4<f32>(0.0);
     if (lid.x < h4) {
-      let e = 4u * lid.x; let f = pu(16u) + e;
+      let e = 4u * lid.x; let f = P.freqs + e;
       let angle = vec4<f32>(af(f), af(f + 1u), af(f + 2u), af(f + 3u)) * pos;
       let ra = reduce_angle4(angle); let c = cos(ra); let sn = sin(ra);
-      let a = qs[lid.x] * inv * vec4<f32>(w1(e), w1(e + 1u), w1(e + 2u), w1(e + 3u));
-      let b = qs[lid.x + h4] * inv * vec4<f32>(w1(half + e), w1(half + e + 1u), w1(half + e + 2u), w1(half + e + 3u));
+      let a = qs[lid.x] * inv * vec4<f32>(welem(1u, e), welem(1u, e + 1u), welem(1u, e + 2u), welem(1u, e + 3u));
+      let b = qs[lid.x + h4] * inv * vec4<f32>(welem(1u, half + e), welem(1u, half + e + 1u), welem(1u, half + e + 2u), welem(1u, half + e + 3u));
       lo = a * c - b * sn;
       hi = b * c + a * sn;
     }
@@ -71,7 +67,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (var h = 0u; h < d4; h += 64u) {
       var kx: array<vec4<f32>, 16>;
       for (var it = 0u; it < 4u; it++) {
-        let kb = kv_at(p0 + min(i32(team + 16u * it), cnt - 1), kv, pu(4u), pu(2u)) / 4u;
+        let kb = kv_at(p0 + min(i32(team + 16u * it), cnt - 1), kv, P.k_cache, P.k_new) / 4u;
         for (var j = 0u; j < 4u; j++) { kx[it * 4u + j] = A[kb + min(h + lane + 16u * j, d4 - 1u)]; }
       }
       for (var j = 0u; j < 4u; j++) {
@@ -103,7 +99,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (d4 <= 64u) {
       var vx: array<vec4<f32>, 16>;
       for (var j = 0; j < 16; j++) {
-        vx[j] = A[kv_at(p0 + min(i32(group) + 4 * j, cnt - 1), kv, pu(5u), pu(3u)) / 4u + g0];
+        vx[j] = A[kv_at(p0 + min(i32(group) + 4 * j, cnt - 1), kv, P.v_cache, P.v_new) / 4u + g0];
       }
       for (var j = 0; j < 16; j++) {
         let c = i32(group) + 4 * j;
@@ -115,7 +111,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       for (var j0 = 0; j0 < 16; j0 += 8) {
         var va: array<vec4<f32>, 8>; var vb: array<vec4<f32>, 8>;
         for (var j = 0; j < 8; j++) {
-          let at = kv_at(p0 + min(i32(group) + 4 * (j0 + j), cnt - 1), kv, pu(5u), pu(3u)) / 4u;
+          let at = kv_at(p0 + min(i32(group) + 4 * (j0 + j), cnt - 1), kv, P.v_cache, P.v_new) / 4u;
           va[j] = A[at + g0]; vb[j] = A[at + g1];
         }
         for (var j = 0; j < 8; j++) {
@@ -145,11 +141,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   if (splits == 1u) {
     var inv = 0.0;
     if (l > 0.0) { inv = 1.0 / l; }
-    A[(pu(0u) + rh * d) / 4u + lid.x] = v * inv;
+    A[(P.dst + rh * d) / 4u + lid.x] = v * inv;
     return;
   }
   // Partials of d + 2 floats (max, sum, output), not aligned to vec4s: written a float at a time.
-  let o = pu(15u) + t * (d + 2u);
+  let o = P.partials + t * (d + 2u);
   if (lid.x == 0u) { afset(o, m); afset(o + 1u, l); }
   for (var k = 0u; k < 4u; k++) { afset(o + 2u + 4u * lid.x + k, v[k]); }
 }

@@ -1,87 +1,216 @@
-// out[r, o] = sum_i in[r, i] * w[o, i] for a few rows (decode, verification): the weight matrix is
-// read once for all of them. Eight teams of 32 threads per workgroup, a team per output feature,
-// reading the weights two elements per 32-bit word when the rows have an even length.
-// P: out, in, rows, out_features, in_features, eps, mul, mul_stride. ROWS (1 to 4, or 8) is fixed
-// when compiled. GELU: out = gelu_tanh(product) * A[mul + r * mul_stride + o].
-// NORMED: the input is rms-normed with the weight W2 on the way in, out = (w . (in * W2)) * inv_rms(in),
-// the sum of squares gathered by the same loop (every team reads all of its rows' inputs).
-const ROWS = VARIANTu;
-const NORMED = NORMEDv;
-const GELU = GELUv;
+// out[r, o] = w[o] . x[r] for up to 8 rows x (decode, drafting, verification): the matrix is read
+// once for all the rows. Eight teams of 32 threads a workgroup, TEAMS teams an output feature
+// (FEATS features a team): the lanes of a feature's teams take runs of consecutive octs (eight
+// weights) of its row, each team every TEAMS-th run, so a long row or few features still fill
+// the GPU. A lane loads UNROLL octs of each matrix it reads before it uses any (its loads in
+// flight together), then multiplies them with each row's input. The team's sums (team.wgsl),
+// then its feature's teams', give the products; the first lane of the feature's first team
+// writes them.
+// Bindings: W1 the matrix (GATE_UP: the gate), W2 a second matrix of W1's type (GATE_UP: the up
+// projection; TWO: the second matrix), W3 the input norm (NORMED), W4 the pending join's norm
+// (PRE) or the keys' norm (KV_NORMS).
+//! uses weights, team, residual_join, kv_norm
+//! variant ROWS: u32  rows the kernel is compiled for (P.rows <= ROWS): 1 to 4, or 8
+//! variant TEAMS: u32  teams of 32 threads an output feature: 1, 2, 4 or 8
+//! variant FEATS: u32  output features a team: 1, or 2 (very many features over several rows)
+//! variant GATE_UP: bool  out = gelu_tanh(W1 . h) * (W2 . h), h the normed input (the MLP)
+//! variant TWO: bool  features from P.first on are W2's rows, written to P.dst2 (keys and values)
+//! variant NORMED: bool  the input rms-normed with W3 on the way in
+//! variant GELU: bool  out = gelu_tanh(product) * A[P.mul + r * P.mul_stride + o]
+//! variant VEC: bool  rows of whole octs and an input at a multiple of 4: 16-byte reads
+//! variant ROW_IDS: bool  output j is the product with the matrix's row A[P.ids + j] (an id as a float)
+struct Params {
+  dst: u32,           // out: (rows, outs); with TWO, W1's features: (rows, first)
+  x: u32,             // the input: (rows, ins)
+  rows: u32,          // rows of input
+  outs: u32,          // output features (with TWO, of both matrices)
+  ins: u32,           // input features
+  eps: f32,           // the input norm's epsilon (NORMED); the keys' and values' (KV_NORMS)
+  mul: u32,           // GELU's second factor: (rows, mul_stride)
+  mul_stride: u32,    // its row length
+  first: u32,         // TWO: W1's output features
+  dst2: u32,          // TWO: out of W2's features: (rows, outs - first)
+  ids: u32,           // ROW_IDS: the matrix rows, one an output feature
+  pre_delta: u32,     // PRE: the block output to join, (rows, ins); x is the residual stream
+  pre_out: u32,       // PRE: where the joined input is written
+  pre_eps: f32,       // PRE: the join's norm epsilon
+  pre_scale: f32,     // PRE: the joined input's scale
+  kv_groups: u32,     // KV_NORMS: the workgroups that norm keys and values (kv_norms.wgsl)
+  kv_k: u32,          // KV_NORMS: the new keys (rows, kv_heads, head_dim)
+  kv_v: u32,          // KV_NORMS: the new values
+  kv_heads: u32,      // KV_NORMS: kv heads a row
+  kv_half: u32,       // KV_NORMS: half the head dim
+  kv_positions: u32,  // KV_NORMS: each row's position (u32)
+  kv_freqs: u32,      // KV_NORMS: RoPE's inverse frequencies
+}
+const MT = W1_DTYPE;                           // the matrices' type
+const STREAMS = select(FEATS, 2u, GATE_UP);    // products a team sums for each row
+// Octs a stream loads before it uses any: about four 16-byte loads a lane (element reads: one).
+const UNROLL = select(1u, max(1u, select(4u, 2u, MT == DT_F32 || MT == DT_Q8) / STREAMS), VEC);
+
+// The words of oct q of a matrix row at element `base` of binding b: as stored (VEC), else the
+// values themselves as f32 bits, zero past the row's end.
+fn load(b: u32, base: u32, q: u32, ins: u32) -> OctWords {
+  if (VEC) { return oct_words(b, MT, base + 8u * q); }
+  var w: OctWords;
+  for (var i = 0u; i < 4u; i++) {
+    if (8u * q + i < ins) { w.a[i] = bitcast<u32>(welem_t(b, MT, base + 8u * q + i)); }
+    if (8u * q + 4u + i < ins) { w.b[i] = bitcast<u32>(welem_t(b, MT, base + 8u * q + 4u + i)); }
+  }
+  return w;
+}
+fn decode(w: OctWords, e: u32) -> Oct {
+  if (VEC) { return oct_of(MT, w, e); }
+  return Oct(bitcast<vec4<f32>>(w.a), bitcast<vec4<f32>>(w.b), 1.0);
+}
+// Elements 8q .. 8q + 7 of the input row at x (zero past its end), and of the input norm.
+fn input8(x: u32, q: u32, ins: u32) -> mat2x4<f32> {
+  if (VEC) { return mat2x4<f32>(A[x / 4u + 2u * q], A[x / 4u + 2u * q + 1u]); }
+  var v: mat2x4<f32>;
+  for (var i = 0u; i < 8u; i++) {
+    if (8u * q + i < ins) { v[i / 4u][i % 4u] = af(x + 8u * q + i); }
+  }
+  return v;
+}
+fn norm8(q: u32, ins: u32) -> mat2x4<f32> {
+  if (VEC) { return woct(3u, 8u * q); }
+  var v: mat2x4<f32>;
+  for (var i = 0u; i < 8u; i++) {
+    if (8u * q + i < ins) { v[i / 4u][i % 4u] = welem(3u, 8u * q + i); }
+  }
+  return v;
+}
+
+// acc[s][r] += stream s's oct q . h[r], h the input (normed: times the norm, its squares summed
+// into sq); with PRE, the join's sums too.
+fn oct_dots(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, sq: ptr<function, array<f32, ROWS>>,
+            w: array<Oct, STREAMS>, q: u32, rows: u32, ins: u32, x: u32) {
+  var nw = mat2x4<f32>(vec4<f32>(1.0), vec4<f32>(1.0));
+  if (NORMED) { nw = norm8(q, ins); }
+  var pw: mat2x4<f32>;
+  if (PRE) { pw = woct(4u, 8u * q); }
+  for (var r = 0u; r < ROWS; r++) {
+    if (r < rows) {
+      let xv = input8(x + r * ins, q, ins);
+      if (PRE) {
+        let d = pre_delta(r, q, ins);
+        let t0 = d[0] * pw[0]; let t1 = d[1] * pw[1];
+        var ps = vec4<f32>(0.0, 0.0, dot(xv[0], t0) + dot(xv[1], t1), dot(t0, t0) + dot(t1, t1));
+        for (var s = 0u; s < STREAMS; s++) {
+          ps[s] = (dot(w[s].lo, t0 * nw[0]) + dot(w[s].hi, t1 * nw[1])) * w[s].scale;
+        }
+        pre_sums[r] += ps;
+      }
+      if (NORMED) { (*sq)[r] += dot(xv[0], xv[0]) + dot(xv[1], xv[1]); }
+      let h0 = xv[0] * nw[0]; let h1 = xv[1] * nw[1];
+      for (var s = 0u; s < STREAMS; s++) {
+        (*acc)[s][r] += (dot(w[s].lo, h0) + dot(w[s].hi, h1)) * w[s].scale;
+      }
+    }
+  }
+}
+
+// With TEAMS > 1: the sum of v (valid in each team's lane 0) over a feature's teams, valid in its
+// first team's lane 0. slice: the team's place among its feature's teams. Called by the whole
+// workgroup.
+var<workgroup> teams_partial: array<vec4<f32>, 8>;
+fn teams_sum(team: u32, lane: u32, slice: u32, v: vec4<f32>) -> vec4<f32> {
+  if (lane == 0u) { teams_partial[team] = v; }
+  workgroupBarrier();
+  var sum = v;
+  if (lane == 0u && slice == 0u) {
+    for (var t = 1u; t < TEAMS; t++) { sum += teams_partial[team + t]; }
+  }
+  workgroupBarrier();
+  return sum;
+}
+
+// Row r's outputs of the team whose first feature is o, from its sums s = (products, squares,
+// delta squares) and the join's p.
+fn write_row(r: u32, o: u32, s: vec4<f32>, p: vec4<f32>, second: bool) {
+  var v = s.xy;
+  var ss = s.z;
+  if (PRE) {
+    let j = pre_combine(s.xyz, p, s.w, r, P.ins, o == 0u);
+    v = j.xy;
+    ss = j.z;
+  }
+  if (NORMED) { v *= 1.0 / sqrt(ss / f32(P.ins) + P.eps); }
+  if (GATE_UP) {
+    afset(P.dst + r * P.outs + o, gelu_tanh(v.x) * v.y);
+    return;
+  }
+  for (var f = 0u; f < FEATS; f++) {
+    let feat = o + f;
+    if (feat < P.outs) {
+      var y = v[f];
+      if (GELU) { y = gelu_tanh(y) * af(P.mul + r * P.mul_stride + feat); }
+      if (!TWO) {
+        afset(P.dst + r * P.outs + feat, y);
+      } else if (second) {
+        afset(P.dst2 + r * (P.outs - P.first) + feat - P.first, y);
+      } else {
+        afset(P.dst + r * P.first + feat, y);
+      }
+    }
+  }
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
   let team = lid.x >> 5u; let lane = lid.x & 31u;
-  let o = (wg.x + wg.y * n.x) * 8u + team;
-  let rows = pu(2u); let outs = pu(3u); let ins = pu(4u);
-  let x = pu(1u);
-  var acc: array<f32, ROWS>;
+  let slice = team % TEAMS;  // which of its features' teams this is
+  let g = kv_norm_first(wid(wg, n), lid.x, lane);
+  if (g == KV_NORMED) { return; }
+  let o = (g * (8u / TEAMS) + team / TEAMS) * FEATS;  // the team's first output feature
+  let rows = P.rows; let outs = P.outs; let ins = P.ins; let x = P.x;
+  let second = TWO && o >= P.first;  // the team's matrix is W2
+  // Each stream's binding and matrix row (an element offset); features past the end read the
+  // last row again (not written).
+  var bind: array<u32, STREAMS>;
+  var base: array<u32, STREAMS>;
+  for (var s = 0u; s < STREAMS; s++) {
+    var row = min(o + select(s, 0u, GATE_UP), outs - 1u);
+    if (second) { row -= P.first; }
+    if (ROW_IDS) { row = u32(af(P.ids + row)); }
+    bind[s] = select(select(1u, 2u, second), 1u + s, GATE_UP);
+    base[s] = row * ins;
+  }
+  var acc: array<array<f32, ROWS>, STREAMS>;
   var sq: array<f32, ROWS>;
   if (o < outs) {
-    if ((ins & 1u) == 0u) {
-      let half = ins >> 1u;
-      let base = o * half;
-      // Four words per lane in flight, then the rest one at a time.
-      var j = lane;
-      for (; j + 96u < half; j += 128u) {
-        let w0 = w1p(base + j); let w1 = w1p(base + j + 32u);
-        let w2 = w1p(base + j + 64u); let w3 = w1p(base + j + 96u);
-        for (var r = 0u; r < ROWS; r++) {
-          if (r < rows) {
-            let xi = x + r * ins + 2u * j;
-            if (NORMED) {
-              let x0 = vec2<f32>(A[xi], A[xi + 1u]); let x1 = vec2<f32>(A[xi + 64u], A[xi + 65u]);
-              let x2 = vec2<f32>(A[xi + 128u], A[xi + 129u]); let x3 = vec2<f32>(A[xi + 192u], A[xi + 193u]);
-              sq[r] += dot(x0, x0) + dot(x1, x1) + dot(x2, x2) + dot(x3, x3);
-              acc[r] += dot(w0, x0 * lp2(j)) + dot(w1, x1 * lp2(j + 32u)) + dot(w2, x2 * lp2(j + 64u)) +
-                        dot(w3, x3 * lp2(j + 96u));
-            } else {
-              acc[r] += w0.x * A[xi] + w0.y * A[xi + 1u] + w1.x * A[xi + 64u] + w1.y * A[xi + 65u] +
-                        w2.x * A[xi + 128u] + w2.y * A[xi + 129u] + w3.x * A[xi + 192u] + w3.y * A[xi + 193u];
-            }
-          }
-        }
+    let octs = (ins + 7u) / 8u;
+    const S = 32u * TEAMS;  // the stride between a team's runs
+    var q = slice * 32u + lane;
+    for (; q + (UNROLL - 1u) * S < octs; q += UNROLL * S) {
+      var w: array<OctWords, UNROLL * STREAMS>;
+      for (var u = 0u; u < UNROLL; u++) {
+        for (var s = 0u; s < STREAMS; s++) { w[u * STREAMS + s] = load(bind[s], base[s], q + u * S, ins); }
       }
-      for (; j < half; j += 32u) {
-        let w = w1p(base + j);
-        for (var r = 0u; r < ROWS; r++) {
-          if (r < rows) {
-            let xi = x + r * ins + 2u * j;
-            if (NORMED) {
-              let x0 = vec2<f32>(A[xi], A[xi + 1u]);
-              sq[r] += dot(x0, x0);
-              acc[r] += dot(w, x0 * lp2(j));
-            } else {
-              acc[r] += w.x * A[xi] + w.y * A[xi + 1u];
-            }
-          }
-        }
+      for (var u = 0u; u < UNROLL; u++) {
+        var os: array<Oct, STREAMS>;
+        for (var s = 0u; s < STREAMS; s++) { os[s] = decode(w[u * STREAMS + s], base[s] + 8u * (q + u * S)); }
+        oct_dots(&acc, &sq, os, q + u * S, rows, ins, x);
       }
-    } else {
-      let base = o * ins;
-      for (var i = lane; i < ins; i += 32u) {
-        let w = w1(base + i);
-        for (var r = 0u; r < ROWS; r++) {
-          if (r < rows) {
-            let xv = A[x + r * ins + i];
-            if (NORMED) {
-              sq[r] += xv * xv;
-              acc[r] += w * xv * ld2(i);
-            } else {
-              acc[r] += w * xv;
-            }
-          }
-        }
-      }
+    }
+    for (; q < octs; q += S) {
+      var os: array<Oct, STREAMS>;
+      for (var s = 0u; s < STREAMS; s++) { os[s] = decode(load(bind[s], base[s], q, ins), base[s] + 8u * q); }
+      oct_dots(&acc, &sq, os, q, rows, ins, x);
     }
   }
   for (var r = 0u; r < ROWS; r++) {
-    let s = team_sums(lid.x, lane, vec4<f32>(acc[r], sq[r], 0.0, 0.0));
-    if (lane == 0u && o < outs && r < rows) {
-      var v = s.x;
-      if (NORMED) { v *= 1.0 / sqrt(s.y / f32(ins) + pf(5u)); }
-      if (GELU) { v = gelu_tanh(v) * A[pu(6u) + r * pu(7u) + o]; }
-      A[pu(0u) + r * outs + o] = v;
+    var s = vec4<f32>(0.0, 0.0, sq[r], pre_dd[r]);
+    for (var k = 0u; k < STREAMS; k++) { s[k] = acc[k][r]; }
+    s = team_sums(lid.x, lane, s);
+    var p = vec4<f32>(0.0);
+    if (PRE) { p = team_sums(lid.x, lane, pre_sums[r]); }
+    if (TEAMS > 1u) {
+      s = teams_sum(team, lane, slice, s);
+      if (PRE) { p = teams_sum(team, lane, slice, p); }
     }
+    if (lane == 0u && slice == 0u && o < outs && r < rows) { write_row(r, o, s, p, second); }
   }
+  if (PRE) { pre_write(lane, o == 0u && slice == 0u, rows, ins, x); }
 }

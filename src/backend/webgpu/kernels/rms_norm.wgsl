@@ -1,9 +1,24 @@
-// out[r, :] = in[r, :] * (mean(in[r]^2) + eps)^-0.5 * w.   P: out, in, rows, dim, eps, has_weight,
-// add, scale, residual, normed, eps2, has_weight2. With add = 1 the result joins a residual
-// instead: out[r, :] = (out[r, :] + that) * scale; with add = 2, the residual at P8: out[r, :] =
-// (residual[r, :] + that) * scale; add = 3 is add = 2 followed by the next block's input norm of
-// the joined row: normed[r, :] = out[r, :] * (mean(out[r]^2) + eps2)^-0.5 * W2 (when has_weight2).
-// One workgroup of 256 per row.
+// Row norms and residual joins, one workgroup of 256 threads a row:
+//   mode 0: dst[r, :] = src[r, :] * (mean(src[r]^2) + eps)^-0.5 * W1   (W1 when weighted)
+//   mode 1: dst[r, :] = (dst[r, :] + that) * scale                      (a block's output joining the stream)
+//   mode 2: dst[r, :] = (residual[r, :] + that) * scale
+//   mode 3: mode 2, then the next block's input norm of the joined row:
+//           normed[r, :] = dst[r, :] * (mean(dst[r]^2) + eps2)^-0.5 * W2 (W2 when weighted2)
+//! uses weights
+struct Params {
+  dst: u32,        // (rows, dim)
+  src: u32,        // (rows, dim)
+  rows: u32,
+  dim: u32,
+  eps: f32,
+  weighted: u32,   // 1: W1 holds the norm's weight
+  mode: u32,       // 0 to 3, above
+  scale: f32,      // modes 1 to 3: the joined row's scale
+  residual: u32,   // modes 2, 3: (rows, dim)
+  normed: u32,     // mode 3: (rows, dim)
+  eps2: f32,       // mode 3
+  weighted2: u32,  // mode 3: 1: W2 holds the second norm's weight
+}
 var<workgroup> partial: array<f32, 256>;
 
 // The sum of every thread's s, for all of them.
@@ -22,37 +37,34 @@ fn row_sum(lid: u32, s: f32) -> f32 {
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
-  let r = wg.x + wg.y * n.x;
-  if (r >= pu(2u)) { return; }
-  let dim = pu(3u);
-  let src = pu(1u) + r * dim; let dst = pu(0u) + r * dim;
+  let r = wid(wg, n);
+  if (r >= P.rows) { return; }
+  let dim = P.dim;
+  let src = P.src + r * dim; let dst = P.dst + r * dim;
   var s = 0.0;
-  for (var i = lid.x; i < dim; i += 256u) { let v = A[src + i]; s += v * v; }
-  let inv = 1.0 / sqrt(row_sum(lid.x, s) / f32(dim) + pf(4u));
-  let weighted = pu(5u) != 0u;
-  let add = pu(6u);
-  let res = select(dst, pu(8u) + r * dim, add >= 2u);
+  for (var i = lid.x; i < dim; i += 256u) { let v = af(src + i); s += v * v; }
+  let inv = 1.0 / sqrt(row_sum(lid.x, s) / f32(dim) + P.eps);
+  let res = select(dst, P.residual + r * dim, P.mode >= 2u);
   var s2 = 0.0;
   for (var i = lid.x; i < dim; i += 256u) {
     var w = 1.0;
-    if (weighted) { w = w1(i); }
-    let y = A[src + i] * inv * w;
-    if (add != 0u) {
-      let x = (A[res + i] + y) * pf(7u);
-      A[dst + i] = x;
+    if (P.weighted != 0u) { w = welem(1u, i); }
+    let y = af(src + i) * inv * w;
+    if (P.mode != 0u) {
+      let x = (af(res + i) + y) * P.scale;
+      afset(dst + i, x);
       s2 += x * x;
     } else {
-      A[dst + i] = y;
+      afset(dst + i, y);
     }
   }
-  if (add != 3u) { return; }
+  if (P.mode != 3u) { return; }
   // Each thread reads back only the elements it wrote.
-  let inv2 = 1.0 / sqrt(row_sum(lid.x, s2) / f32(dim) + pf(10u));
-  let normed = pu(9u) + r * dim;
-  let weighted2 = pu(11u) != 0u;
+  let inv2 = 1.0 / sqrt(row_sum(lid.x, s2) / f32(dim) + P.eps2);
+  let normed = P.normed + r * dim;
   for (var i = lid.x; i < dim; i += 256u) {
     var w = 1.0;
-    if (weighted2) { w = w2(i); }
-    A[normed + i] = A[dst + i] * inv2 * w;
+    if (P.weighted2 != 0u) { w = welem(2u, i); }
+    afset(normed + i, af(dst + i) * inv2 * w);
   }
 }

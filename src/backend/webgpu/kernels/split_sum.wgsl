@@ -1,13 +1,18 @@
-// The sum of `parts` slices of n4 vec4s each, slice s at parts_at + s * n4 (split-column
-// products of matmul_wide.wgsl): a thread a vec4. P: out, parts_at, n4, parts (offsets in floats,
-// multiples of 4; the arena seen as vec4s).
+// The sum of `parts` slices of n4 vec4s each, slice s at parts_at + s * n4 (the split-column
+// products of matmul.wgsl): a thread a vec4.
+struct Params {
+  dst: u32,       // (n4 vec4s), offset in floats, a multiple of 4
+  parts_at: u32,  // the first slice, in floats, a multiple of 4
+  n4: u32,        // vec4s a slice
+  parts: u32,     // slices
+}
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
   let i = gid(id, n);
-  let n4 = pu(2u);
+  let n4 = P.n4;
   if (i >= n4) { return; }
-  let at = pu(1u) / 4u + i;
+  let at = P.parts_at / 4u + i;
   var v = A[at];
-  for (var s = 1u; s < pu(3u); s++) { v += A[at + s * n4]; }
-  A[pu(0u) / 4u + i] = v;
+  for (var s = 1u; s < P.parts; s++) { v += A[at + s * n4]; }
+  A[P.dst / 4u + i] = v;
 }

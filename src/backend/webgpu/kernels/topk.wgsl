@@ -1,6 +1,12 @@
 // indices[r, :] = the columns of the k largest x[r, :], largest first, the lower column among
-// equals. One workgroup per row; pick i is the best of what ranks below pick i - 1.
-// P: indices, x, rows, cols, k
+// equals (as floats). One workgroup a row; pick i is the best of what ranks below pick i - 1.
+struct Params {
+  indices: u32,  // (rows, k)
+  x: u32,        // (rows, cols)
+  rows: u32,
+  cols: u32,
+  k: u32,
+}
 var<workgroup> bv: array<f32, 256>;
 var<workgroup> bi: array<u32, 256>;
 // a ranks before b: larger value, or equal value and lower column.
@@ -8,16 +14,16 @@ fn before(av: f32, ai: u32, bv_: f32, bi_: u32) -> bool { return av > bv_ || (av
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
-  let r = wg.x + wg.y * n.x;
-  if (r >= pu(2u)) { return; }
-  let cols = pu(3u); let k = pu(4u);
-  let x = pu(1u) + r * cols;
+  let r = wid(wg, n);
+  if (r >= P.rows) { return; }
+  let cols = P.cols; let k = P.k;
+  let x = P.x + r * cols;
   var pv = 3.4e38; var pi = 0xffffffffu;  // the previous pick (none yet: everything ranks below)
   var first = true;
   for (var it = 0u; it < k; it++) {
     var v = -3.4e38; var i = 0xffffffffu;
     for (var c = lid.x; c < cols; c += 256u) {
-      let xv = A[x + c];
+      let xv = af(x + c);
       if ((first || before(pv, pi, xv, c)) && (i == 0xffffffffu || before(xv, c, v, i))) { v = xv; i = c; }
     }
     bv[lid.x] = v; bi[lid.x] = i;
@@ -33,7 +39,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     pv = bv[0]; pi = bi[0];
     first = false;
-    if (lid.x == 0u) { A[pu(0u) + r * k + it] = f32(pi); }
+    if (lid.x == 0u) { afset(P.indices + r * k + it, f32(pi)); }
     workgroupBarrier();
   }
 }

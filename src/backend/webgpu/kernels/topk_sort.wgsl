@@ -1,8 +1,14 @@
 // topk.wgsl for rows of at most 2048 columns (the assistant's centroids): the row sorted whole in
 // workgroup memory by a bitonic network (largest first, the lower column among equals; columns
 // past the row's end pad it to a power of two and rank last), then the first k columns written.
-// About 66 barriers for 2048 columns, where topk.wgsl takes a 256-wide reduction per pick.
-// One workgroup per row. P: indices, x, rows, cols, k
+// One workgroup a row.
+struct Params {
+  indices: u32,  // (rows, k)
+  x: u32,        // (rows, cols)
+  rows: u32,
+  cols: u32,     // at most 2048
+  k: u32,
+}
 var<workgroup> sv: array<f32, 2048>;
 var<workgroup> si: array<u32, 2048>;
 // a ranks before b: larger value, or equal value and lower column (padding, column
@@ -14,13 +20,13 @@ fn before(av: f32, ai: u32, bv_: f32, bi_: u32) -> bool {
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
-  let r = wg.x + wg.y * n.x;
-  let rows = pu(2u); let cols = pu(3u); let k = pu(4u);
-  let x = pu(1u) + min(r, rows - 1u) * cols;  // every workgroup reaches every barrier
+  let r = wid(wg, n);
+  let rows = P.rows; let cols = P.cols; let k = P.k;
+  let x = P.x + min(r, rows - 1u) * cols;  // every workgroup reaches every barrier
   var size = 2u;
   while (size < cols) { size <<= 1u; }
   for (var c = lid.x; c < size; c += 256u) {
-    if (c < cols) { sv[c] = A[x + c]; si[c] = c; } else { sv[c] = 0.0; si[c] = 0xffffffffu; }
+    if (c < cols) { sv[c] = af(x + c); si[c] = c; } else { sv[c] = 0.0; si[c] = 0xffffffffu; }
   }
   workgroupBarrier();
   // Blocks of `block` columns sorted alternately first-to-last and last-to-first, merged.
@@ -39,5 +45,5 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
   }
   if (r >= rows) { return; }
-  for (var j = lid.x; j < k; j += 256u) { A[pu(0u) + r * k + j] = f32(si[j]); }
+  for (var j = lid.x; j < k; j += 256u) { afset(P.indices + r * k + j, f32(si[j])); }
 }

@@ -1,11 +1,19 @@
-// out[0..k) = the columns of the k largest x[0..cols), largest first, the lower column among
-// equals (as floats); out[k..2k) = their values. Two passes: pass 1 leaves the k best (value,
+// dst[0..k) = the columns of the k largest x[0..cols), largest first, the lower column among
+// equals (as floats); dst[k..2k) = their values. Two passes: pass 1 leaves the k best (value,
 // column) pairs of each of `blocks` slices in `parts` (a slice with fewer than k columns pads
 // with no column), pass 2 picks the k best among them. Each thread keeps its candidates in
 // registers and gives up the one the workgroup takes.
-// P: out, x, cols, k, phase (1, 2), blocks, parts
+struct Params {
+  dst: u32,     // (2k)
+  x: u32,       // (cols)
+  cols: u32,
+  k: u32,
+  phase: u32,   // 1, 2
+  blocks: u32,  // slices of pass 1
+  parts: u32,   // pass 1's results: (blocks, k) pairs of (value, column bits)
+}
 const NONE = 0xffffffffu;
-const HELD = 64u;  // candidates per thread: a slice of up to 16384 columns, or blocks * k <= 16384
+const HELD = 64u;  // candidates a thread: a slice of up to 16384 columns, or blocks * k <= 16384
 var<workgroup> best_v: array<f32, 256>;
 var<workgroup> best_i: array<u32, 256>;
 
@@ -15,19 +23,18 @@ fn before(v: f32, i: u32, bv: f32, bi: u32) -> bool {
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-  let cols = pu(2u); let k = pu(3u); let phase = pu(4u); let blocks = pu(5u); let parts = pu(6u);
+  let cols = P.cols; let k = P.k; let blocks = P.blocks; let parts = P.parts;
   var cv: array<f32, HELD>;
   var ci: array<u32, HELD>;
   var n = 0u;
-  if (phase == 1u) {
+  if (P.phase == 1u) {
     let per = (cols + blocks - 1u) / blocks;
     let lo = wg.x * per; let hi = min(cols, lo + per);
-    let x = pu(1u);
-    for (var c = lo + lid.x; c < hi && n < HELD; c += 256u) { cv[n] = A[x + c]; ci[n] = c; n++; }
+    for (var c = lo + lid.x; c < hi && n < HELD; c += 256u) { cv[n] = af(P.x + c); ci[n] = c; n++; }
   } else {
     let total = blocks * k;
     for (var t = lid.x; t < total && n < HELD; t += 256u) {
-      cv[n] = A[parts + 2u * t]; ci[n] = bitcast<u32>(A[parts + 2u * t + 1u]); n++;
+      cv[n] = af(parts + 2u * t); ci[n] = au(parts + 2u * t + 1u); n++;
     }
   }
   for (var it = 0u; it < k; it++) {
@@ -47,11 +54,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     workgroupBarrier();
     if (wi != NONE && wi == i) { ci[at] = NONE; }  // columns are unique: only the owner matches
     if (lid.x == 0u) {
-      if (phase == 1u) {
+      if (P.phase == 1u) {
         let at2 = parts + 2u * (wg.x * k + it);
-        A[at2] = wv; A[at2 + 1u] = bitcast<f32>(wi);
+        afset(at2, wv); afset(at2 + 1u, bitcast<f32>(wi));
       } else {
-        A[pu(0u) + it] = f32(wi); A[pu(0u) + k + it] = wv;
+        afset(P.dst + it, f32(wi)); afset(P.dst + k + it, wv);
       }
     }
   }

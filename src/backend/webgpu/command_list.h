@@ -1,0 +1,50 @@
+// Recording: the dispatches of a step as one command list in wasm memory (wire.h), handed to the
+// host in one call when a result is needed (with the read that needs it) or when it grows long;
+// and the small host inputs those dispatches read, written to the arena's host region before the
+// submit that reads them.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "backend/webgpu/arena.h"
+#include "backend/webgpu/wire.h"
+
+namespace g4::webgpu {
+
+class CommandList {
+ public:
+  explicit CommandList(const Arena& arena) : arena_(arena) {}
+
+  // One dispatch of kernel `kernel` over groups workgroups (as x, y), with its weight buffers and
+  // its parameters' bytes (a multiple of 4, at most wire::kMaxParamWords words).
+  void Add(uint32_t kernel, const uint32_t (&weights)[wire::kWeightSlots], uint64_t groups, const void* params,
+           size_t bytes);
+
+  // n words at `data` in the host region: their word offset in the arena. Written now, read by
+  // the dispatches recorded until the list is handed over; an array already written in this list
+  // is reused.
+  uint32_t HostWords(const void* data, size_t n);
+
+  // Hands the list over to run (g4_gpu_submit), if it holds anything.
+  void Submit();
+  // The list, for a call that hands it over itself (g4_gpu_read_start); Handed() after it.
+  std::span<const uint32_t> words() const { return words_; }
+  void Handed();
+
+  uint64_t dispatches() const { return dispatches_; }
+
+ private:
+  static constexpr int kMaxPending = 2048;  // dispatches a list holds before it is submitted
+  const Arena& arena_;
+  std::vector<uint32_t> words_;
+  int pending_ = 0;
+  uint64_t dispatches_ = 0;
+  uint64_t host_used_ = 0;
+  std::vector<std::pair<std::vector<uint32_t>, uint32_t>> host_written_;  // this list's host arrays
+};
+
+}  // namespace g4::webgpu

@@ -1,0 +1,51 @@
+#include "backend/webgpu/dispatch_policy.h"
+
+#include <algorithm>
+
+namespace g4::webgpu {
+namespace {
+
+// matmul.wgsl's tiles (rows x outputs) by TILE, and the TILEs from small to large.
+constexpr uint64_t kTiles[4][2] = {{64, 64}, {128, 64}, {128, 128}, {64, 32}};
+constexpr uint32_t kBySize[4] = {3, 0, 1, 2};
+constexpr uint64_t kSplitColumns = 1024;  // columns a part of a split product takes at least
+
+uint64_t TileCount(uint32_t tile, uint64_t rows, uint64_t outs) {
+  return (rows + kTiles[tile][0] - 1) / kTiles[tile][0] * ((outs + kTiles[tile][1] - 1) / kTiles[tile][1]);
+}
+
+}  // namespace
+
+TeamSplit TeamsPerFeature(const Tuning& t, int64_t features, int64_t cols) {
+  const int64_t octs = cols / 8;
+  int log2_teams = 0;
+  while (log2_teams < 3 && static_cast<uint64_t>(features << log2_teams) < t.teams && (octs >> (log2_teams + 1)) >= 64) {
+    ++log2_teams;
+  }
+  return {static_cast<uint64_t>(((features << log2_teams) + 7) / 8), 1u << log2_teams};
+}
+
+uint64_t AttentionSplits(const Tuning& t, uint64_t pairs, uint64_t positions, uint64_t head_dim,
+                         uint64_t scratch_floats) {
+  uint64_t splits = std::min<uint64_t>({(t.fill + pairs - 1) / pairs, (positions + 63) / 64, 64});
+  return std::max<uint64_t>(1, std::min<uint64_t>(splits, scratch_floats / (pairs * (head_dim + 2))));
+}
+
+MatmulShape MatmulTiles(const Tuning& t, uint64_t rows, uint64_t outs, uint64_t cols, bool vec, bool splittable) {
+  if (!vec) return {0, TileCount(0, rows, outs), 1, cols};
+  // Long rows that leave too few of the largest tiles split their columns into as many parts as
+  // still fit in t.fill workgroups, of at least kSplitColumns columns each.
+  const uint32_t big = kBySize[3];
+  uint64_t parts = splittable ? std::min<uint64_t>(t.fill / TileCount(big, rows, outs), cols / kSplitColumns) : 1;
+  if (parts > 1) {
+    const uint64_t kc = ((cols + parts - 1) / parts + 31) / 32 * 32;  // whole stages of columns
+    parts = (cols + kc - 1) / kc;
+    if (parts > 1) return {big, TileCount(big, rows, outs) * parts, parts, kc};
+  }
+  // Else the largest tile that still gives the device t.fill workgroups.
+  int pick = 3;
+  while (pick > 0 && TileCount(kBySize[pick], rows, outs) < t.fill) --pick;
+  return {kBySize[pick], TileCount(kBySize[pick], rows, outs), 1, cols};
+}
+
+}  // namespace g4::webgpu

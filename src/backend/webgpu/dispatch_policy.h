@@ -1,0 +1,50 @@
+// How the WebGPU backend shapes its dispatches: pure functions of the problem's sizes and of the
+// device's Tuning, kept apart from the recording so that tests can check them natively.
+#pragma once
+
+#include <cstdint>
+
+namespace g4::webgpu {
+
+// What the dispatch shapes depend on in the device.
+struct Tuning {
+  // Workgroups that keep the whole device busy: a dispatch of fewer leaves part of it idle, so
+  // work of few rows is split until it has about this many (attention's positions, a tiled
+  // product's columns). Measured at start-up (Calibrate), at least 1.
+  uint64_t fill = 264;
+  // Teams of 32 threads a matrix-vector dispatch has at least, features permitting.
+  uint64_t teams = 4096;
+  // Output features from which a product over 2 to 8 rows gives each team two (an input read
+  // then serves both; with fewer features the halved number of teams costs more).
+  int64_t rows_features = 65536;
+};
+
+// The rows a matrix-vector kernel is compiled for: 1 to 4 exactly, 5 to 8 share the 8-row kernel.
+inline int RowsVariant(int rows) { return rows <= 4 ? (rows < 1 ? 1 : rows) : 8; }
+
+// Teams of 32 threads an output feature for a matrix-vector product: doubled (up to 8) while the
+// dispatch has fewer than tuning.teams teams and each team keeps at least 64 octs of its row.
+struct TeamSplit {
+  uint64_t groups;  // workgroups of eight teams
+  uint32_t teams;   // teams a feature
+};
+TeamSplit TeamsPerFeature(const Tuning& t, int64_t features, int64_t cols);
+
+// Splits of the positions each (row, head) of attention sees, for `pairs` (row, head) pairs over
+// `positions`: enough for about tuning.fill workgroups in all, each at most a tile of 64
+// positions, at most 64, and what `scratch_floats` holds of (head_dim + 2) floats each.
+uint64_t AttentionSplits(const Tuning& t, uint64_t pairs, uint64_t positions, uint64_t head_dim,
+                         uint64_t scratch_floats);
+
+// A tiled product (matmul.wgsl): the tile shape and how many parts its columns are split in.
+struct MatmulShape {
+  uint32_t tile;    // matmul.wgsl's TILE
+  uint64_t groups;  // workgroups
+  uint64_t parts;   // column parts (1: not split), each kc columns
+  uint64_t kc;
+};
+// vec: the kernel reads 16 bytes at a time (VEC); split columns need it, output rows of whole
+// vec4s, and scratch for the parts.
+MatmulShape MatmulTiles(const Tuning& t, uint64_t rows, uint64_t outs, uint64_t cols, bool vec, bool splittable);
+
+}  // namespace g4::webgpu

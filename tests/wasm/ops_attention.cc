@@ -1,0 +1,77 @@
+// ops_compare's attention: windows and past-only queries over a cache ring and new rows, long
+// contexts split over several workgroups, the query norm and RoPE folded in, and prefill's tiles.
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+
+#include "tests/wasm/op_harness.h"
+
+namespace g4::ops {
+
+void RunAttention(Backend& gpu, Backend& cpu) {
+  for (auto [window, past_only] : {std::pair{0, false}, {3, false}, {4, true}, {0, true}}) {
+    Case("attention_w" + std::to_string(window) + (past_only ? "_past" : ""), gpu, cpu, 1e-10, [&](Side& s) {
+      const int heads = 4, kvh = 2, d = 10, rows = past_only ? 1 : 3, cap = 6, start = 9;
+      F32 q = s.Floats(Random(rows * heads * d)), kn = s.Floats(Random(rows * kvh * d)), vn = s.Floats(Random(rows * kvh * d));
+      F32 kc = s.Floats(Random(cap * kvh * d)), vc = s.Floats(Random(cap * kvh * d));
+      F32 out = s.Floats(std::vector<float>(rows * heads * d));
+      AttentionShape sh{rows, heads, kvh, d, window, start, cap, cap, past_only};
+      s.be->Attention(out, q, kn, vn, kc, vc, sh);
+      return s.Read(out, rows * heads * d);
+    });
+  }
+  // Long contexts (several key tiles) and wide heads sharing one KV head, as in E2B.
+  for (auto [rows, d, window] : {std::tuple{1, 256, 0}, {3, 512, 0}, {2, 256, 100}}) {
+    Case("attention_long_d" + std::to_string(d) + "_w" + std::to_string(window), gpu, cpu, 1e-10, [&](Side& s) {
+      const int heads = 8, kvh = 1, cap = 300, start = 400;
+      F32 q = s.Floats(Random(rows * heads * d, 0.1f)), kn = s.Floats(Random(rows * kvh * d)),
+          vn = s.Floats(Random(rows * kvh * d));
+      F32 kc = s.Floats(Random(cap * kvh * d)), vc = s.Floats(Random(cap * kvh * d));
+      F32 out = s.Floats(std::vector<float>(rows * heads * d));
+      AttentionShape sh{rows, heads, kvh, d, window, start, cap, cap, false};
+      s.be->Attention(out, q, kn, vn, kc, vc, sh);
+      return s.Read(out, rows * heads * d);
+    });
+  }
+  // The query norm and RoPE folded into attention (up to 8 rows: attention_wide norms and rotates
+  // each query it loads; 9 rows: apart), with splits over a long cache.
+  for (auto [rows, d, cached] :
+       {std::tuple{1, 256, 300}, {1, 512, 40}, {1, 8, 5}, {3, 64, 20}, {3, 256, 300}, {9, 64, 20}}) {
+    Case("norm_rope_attention_r" + std::to_string(rows) + "_d" + std::to_string(d), gpu, cpu, 1e-10, [&](Side& s) {
+      const int heads = 8, kvh = 2, cap = 320, start = cached;
+      F32 q = s.Floats(Random(rows * heads * d)), kn = s.Floats(Random(rows * kvh * d)),
+          vn = s.Floats(Random(rows * kvh * d));
+      F32 kc = s.Floats(Random(cap * kvh * d)), vc = s.Floats(Random(cap * kvh * d));
+      F32 out = s.Floats(std::vector<float>(rows * heads * d));
+      Weight norm = s.MakeWeight(Random(d), 1, 1, d, DType::kBF16);
+      std::vector<float> inv(d / 2);
+      for (int i = 0; i < d / 2; ++i) inv[i] = i < d / 4 ? std::pow(10000.0f, -2.0f * i / d) : 0.0f;
+      std::vector<int64_t> pos(rows);
+      for (int r = 0; r < rows; ++r) pos[r] = start + r;
+      AttentionShape sh{rows, heads, kvh, d, 0, start, cached, cap, false};
+      s.be->NormRopeAttention(out, q, norm, 1e-6f, inv, pos, kn, vn, kc, vc, sh);
+      return s.Read(out, rows * heads * d);
+    });
+  }
+  // Many rows (prefill's tiled kernel): blocks of 16 query vectors over shared kv heads, ragged
+  // last blocks, a cache ring before the new rows, windows and past-only queries.
+  struct Tiled { int rows, heads, kvh, d, window, start, cached, cap; bool past_only; };
+  for (const Tiled& t : {Tiled{40, 8, 1, 256, 0, 0, 0, 64, false}, {20, 4, 2, 12, 16, 30, 30, 32, false},
+                         {12, 2, 1, 8, 0, 5, 5, 8, true}, {70, 8, 1, 512, 0, 100, 100, 128, false},
+                         {9, 6, 3, 64, 7, 3, 3, 5, false}}) {
+    Case("attention_tiled_r" + std::to_string(t.rows) + "_d" + std::to_string(t.d) + "_w" + std::to_string(t.window) +
+             (t.past_only ? "_past" : ""),
+         gpu, cpu, 1e-10, [&](Side& s) {
+           const int rows = t.rows, heads = t.heads, kvh = t.kvh, d = t.d;
+           F32 q = s.Floats(Random(rows * heads * d, 0.1f)), kn = s.Floats(Random(rows * kvh * d)),
+               vn = s.Floats(Random(rows * kvh * d));
+           F32 kc = s.Floats(Random(t.cap * kvh * d)), vc = s.Floats(Random(t.cap * kvh * d));
+           F32 out = s.Floats(std::vector<float>(rows * heads * d));
+           AttentionShape sh{rows, heads, kvh, d, t.window, t.start, t.cached, t.cap, t.past_only};
+           s.be->Attention(out, q, kn, vn, kc, vc, sh);
+           return s.Read(out, rows * heads * d);
+         });
+  }
+}
+
+}  // namespace g4::ops

@@ -1,0 +1,226 @@
+// ops_compare's matrix products. The cases cover every weight type in every form of the product
+// (plain, normed, the MLP's gate and up, two matrices with a pending join, the keys' and values'
+// norms in the queries' dispatch, gelu times a second input, rows by id), each rows variant of
+// matvec.wgsl (1 to 4, and 8 for 5 to 8), 1 to 8 teams a feature, two features a team, inputs
+// read 16 bytes at a time and not (odd widths, odd offsets), and matmul.wgsl's tiles, split
+// columns and types for more rows: not all their combinations, but every pair of a weight type
+// with a form, and of a form with a rows variant, that the kernels treat apart. Names say the
+// weight type between underscores (ops_compare --types=).
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "tests/wasm/op_harness.h"
+
+namespace g4::ops {
+namespace {
+
+constexpr DType kAll[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8, DType::kQ4};
+
+std::string Shape(DType dt, int rows, int outs, int ins) {
+  return std::string(DTypeName(dt)) + "_" + std::to_string(rows) + "x" + std::to_string(outs) + "x" + std::to_string(ins);
+}
+
+// out = w . x over `rows` rows; the input `offset` floats into its buffer (not a multiple of 4:
+// no 16-byte reads).
+void MatMul(Backend& gpu, Backend& cpu, const std::string& what, DType dt, int rows, int outs, int ins, int offset = 0) {
+  Case(what + Shape(dt, rows, outs, ins), gpu, cpu, 1e-10, [&](Side& s) {
+    Weight w = s.Matrix(outs, ins, dt);
+    F32 x = s.Floats(Random(offset + rows * ins)).At(offset), y = s.Floats(std::vector<float>(rows * outs));
+    s.be->MatMul(y, x, w, rows);
+    return s.Read(y, rows * outs);
+  });
+}
+
+// The products of a normed input, with a residual join pending or not: NormMatMul, GateUp,
+// NormMatMul2, MatMulGeluMul. Returns the products and, when joined, the joined input.
+enum class Form { kNorm, kGateUp, kTwo, kGeluMul };
+const char* FormName(Form f) {
+  switch (f) {
+    case Form::kNorm: return "norm_matmul";
+    case Form::kGateUp: return "gate_up";
+    case Form::kTwo: return "norm_matmul2";
+    case Form::kGeluMul: return "matmul_gelu_mul";
+  }
+  return "";
+}
+void Normed(Backend& gpu, Backend& cpu, Form form, bool joined, DType dt, int rows, int ins, int offset = 0) {
+  const int outs = form == Form::kTwo ? 24 : 45, outs_b = 40;
+  const std::string name = std::string(FormName(form)) + (joined ? "_joined_" : "_") + (offset ? "offset_" : "") +
+                           Shape(dt, rows, outs, ins);
+  Case(name, gpu, cpu, 1e-10, [&](Side& s) {
+    Weight w = s.Matrix(outs, ins, dt), w2 = s.Matrix(form == Form::kTwo ? outs_b : outs, ins, dt);
+    Weight norm = s.MakeWeight(Random(ins), 1, 1, ins, joined ? DType::kF16 : DType::kBF16);
+    F32 x = s.Floats(Random(offset + rows * ins, 3.0f)).At(offset), h = s.Floats(std::vector<float>(rows * ins));
+    // y2: the second matrix's products (NormMatMul2) or GateUp's scratch for the up projection.
+    F32 y = s.Floats(std::vector<float>(rows * outs)), mul = s.Floats(Random(rows * 3 * outs));
+    F32 y2 = s.Floats(std::vector<float>(rows * std::max(outs, outs_b)));
+    ResidualAdd pre;
+    F32 in = x;
+    if (joined) {
+      in = s.Floats(std::vector<float>(rows * ins));
+      pre = {x, s.Floats(Random(rows * ins, 2.0f)), in, s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16), 1e-6f, 0.8f};
+    }
+    switch (form) {
+      case Form::kNorm: s.be->NormMatMul(y, h, in, norm, 1e-6f, w, rows, pre); break;
+      case Form::kGateUp: s.be->GateUp(y, y2, h, in, norm, 1e-6f, w, w2, rows, pre); break;
+      case Form::kTwo: s.be->NormMatMul2(y, y2, h, in, norm, 1e-6f, w, w2, rows, pre); break;
+      case Form::kGeluMul: s.be->MatMulGeluMul(y, in, w, mul.At(outs), rows, 3 * outs, pre); break;
+    }
+    std::vector<float> out = s.Read(y, rows * outs);
+    if (form == Form::kTwo) Append(out, s.Read(y2, rows * outs_b));
+    if (joined) Append(out, s.Read(in, rows * ins));
+    return out;
+  });
+}
+
+// A layer's attention inputs as the model makes them: the keys' and values' projections making
+// the pending join, then the queries' projection with the new keys' and values' norms. The
+// products, the joined residual and the normed keys and values.
+void AttentionInputs(Backend& gpu, Backend& cpu, DType dt, int rows, int kvh, int hd, DType k_norm_type = DType::kBF16) {
+  const int ins = 96, outs = 40, kv = kvh * hd;
+  const std::string name = "attention_inputs_" + Shape(dt, rows, kvh, hd) + (k_norm_type == DType::kF32 ? "_f32norm" : "");
+  Case(name, gpu, cpu, 1e-10, [&](Side& s) {
+    Weight wk = s.Matrix(kv, ins, dt), wv = s.Matrix(kv, ins, dt), wq = s.Matrix(outs, ins, dt);
+    Weight norm = s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16),
+           k_norm = s.MakeWeight(Random(hd), 1, 1, hd, k_norm_type);
+    F32 x = s.Floats(Random(rows * ins, 3.0f)), delta = s.Floats(Random(rows * ins, 2.0f)),
+        x_out = s.Floats(std::vector<float>(rows * ins)), h = s.Floats(std::vector<float>(rows * ins));
+    F32 k = s.Floats(std::vector<float>(rows * kv)), v = s.Floats(std::vector<float>(rows * kv)),
+        q = s.Floats(std::vector<float>(rows * outs));
+    std::vector<float> inv(hd / 2);
+    for (int i = 0; i < hd / 2; ++i) inv[i] = std::pow(10000.0f, -2.0f * i / hd);
+    std::vector<int64_t> pos(rows);
+    for (int r = 0; r < rows; ++r) pos[r] = 700 + 3 * r;
+    const ResidualAdd pre{x, delta, x_out, s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16), 1e-6f, 0.8f};
+    s.be->NormMatMul2(k, v, h, x_out, norm, 1e-6f, wk, wv, rows, pre);
+    s.be->NormMatMulKvNorms(q, h, x_out, norm, 1e-6f, wq, rows, KvNorms{k, v, kvh, k_norm, inv, pos});
+    std::vector<float> out = s.Read(q, rows * outs);
+    for (F32 t : {k, v, x_out}) Append(out, s.Read(t, rows * (t.buffer == x_out.buffer ? ins : kv)));
+    return out;
+  });
+}
+
+}  // namespace
+
+void RunProducts(Backend& gpu, Backend& cpu) {
+  // Every type's weights over long rows (one row: 8 teams a feature; three rows: 4), over rows
+  // of whole octs from an input at an odd offset (element reads), and through the tiles.
+  for (DType dt : kAll) {
+    MatMul(gpu, cpu, "matmul_", dt, 1, 13, 4096);
+    MatMul(gpu, cpu, "matmul_", dt, 3, 9, 2048);
+    MatMul(gpu, cpu, "matmul_offset_", dt, 3, 9, 96, 1);
+    MatMul(gpu, cpu, "matmul_tiled_", dt, 70, 130, 96);
+  }
+  // Odd widths (element reads) at every rows variant, and 16-byte reads at the rest.
+  for (auto [dt, rows, outs, ins] : {std::tuple{DType::kBF16, 1, 5, 3}, {DType::kF32, 3, 33, 17}, {DType::kF16, 5, 100, 129},
+                                     {DType::kBF16, 2, 19, 36}, {DType::kF32, 4, 65, 130}, {DType::kBF16, 8, 11, 22},
+                                     {DType::kQ4, 2, 21, 1536}, {DType::kBF16, 4, 65, 160}, {DType::kQ8, 7, 40, 256},
+                                     {DType::kBF16, 1, 70, 64}, {DType::kF16, 2, 21, 1544}}) {
+    MatMul(gpu, cpu, "matmul_", dt, rows, outs, ins);
+  }
+  // matmul.wgsl's tiles (64 x 32, 64 x 64, 128 x 64 and 128 x 128, as picked for a fill of 264
+  // workgroups), ragged in rows, outputs and inputs; long rows on few tiles split in four parts of
+  // columns (in the first the last part ragged) and summed by split_sum; odd widths (element reads).
+  for (auto [dt, rows, outs, ins] : {std::tuple{DType::kBF16, 70, 132, 40}, {DType::kBF16, 130, 5620, 48},
+                                     {DType::kF16, 260, 5620, 24}, {DType::kBF16, 260, 11260, 56},
+                                     {DType::kBF16, 70, 36, 4104}, {DType::kQ4, 9, 260, 4096}, {DType::kF32, 33, 9, 300},
+                                     {DType::kBF16, 9, 40, 37}}) {
+    MatMul(gpu, cpu, "matmul_tiled_", dt, rows, outs, ins);
+  }
+  // A few rows over very many features (verification's LM head): two features a team, an odd
+  // count among them; plain, normed and through gelu.
+  for (auto [dt, rows, outs, ins] : {std::tuple{DType::kBF16, 3, 65537, 40}, {DType::kF16, 2, 65536, 64},
+                                     {DType::kBF16, 8, 65539, 16}}) {
+    MatMul(gpu, cpu, "matmul_many_features_", dt, rows, outs, ins);
+  }
+  Case("norm_matmul_many_features_" + Shape(DType::kBF16, 3, 65537, 40), gpu, cpu, 1e-10, [&](Side& s) {
+    Weight w = s.Matrix(65537, 40, DType::kBF16), norm = s.MakeWeight(Random(40), 1, 1, 40, DType::kBF16);
+    F32 x = s.Floats(Random(3 * 40, 3.0f)), y = s.Floats(std::vector<float>(3 * 65537)),
+        h = s.Floats(std::vector<float>(3 * 40));
+    s.be->NormMatMul(y, h, x, norm, 1e-6f, w, 3);
+    return s.Read(y, 3 * 65537);
+  });
+  Case("matmul_gelu_mul_many_features_" + Shape(DType::kBF16, 2, 65536, 64), gpu, cpu, 1e-10, [&](Side& s) {
+    Weight w = s.Matrix(65536, 64, DType::kBF16);
+    F32 x = s.Floats(Random(2 * 64)), y = s.Floats(std::vector<float>(2 * 65536)), mul = s.Floats(Random(2 * 65536));
+    s.be->MatMulGeluMul(y, x, w, mul, 2, 65536);
+    return s.Read(y, 2 * 65536);
+  });
+  // The forms of a normed input: every type at one and three rows, joined and not; bf16 and q4 at
+  // every rows variant and through the tiles; odd widths and an odd input offset.
+  for (Form form : {Form::kNorm, Form::kGateUp, Form::kTwo, Form::kGeluMul}) {
+    for (DType dt : kAll) {
+      for (int rows : {1, 3}) {
+        Normed(gpu, cpu, form, false, dt, rows, 96);
+        Normed(gpu, cpu, form, true, dt, rows, 160);
+      }
+    }
+    for (DType dt : {DType::kBF16, DType::kQ4}) {
+      for (int rows : {2, 4, 6, 9}) Normed(gpu, cpu, form, rows == 4, dt, rows, rows == 2 ? 2048 : 64);
+    }
+    Normed(gpu, cpu, form, false, DType::kBF16, 3, 37);
+    Normed(gpu, cpu, form, false, DType::kF32, 1, 40, 3);
+  }
+  // The attention inputs: one row (the join on the way in; one kv head of 256; two of 64), three
+  // (apart), nine (the tiles, the norms in a dispatch of their own); an f32 key norm.
+  for (DType dt : kAll) {
+    AttentionInputs(gpu, cpu, dt, 1, 1, 256);
+    AttentionInputs(gpu, cpu, dt, 3, 2, 8);
+  }
+  for (DType dt : {DType::kBF16, DType::kQ4}) {
+    AttentionInputs(gpu, cpu, dt, 9, 2, 8);
+    AttentionInputs(gpu, cpu, dt, 1, 2, 64);
+  }
+  for (int rows : {1, 3, 9}) AttentionInputs(gpu, cpu, DType::kBF16, rows, 2, 12, DType::kF32);
+  // Rows chosen by id (the assistant's centroids): host ids and ids on the device, and embedding rows.
+  for (DType dt : kAll) {
+    const int cols = IsQuantized(dt) ? 96 : 70;
+    Case(std::string("embed_gather_") + DTypeName(dt), gpu, cpu, 1e-10, [&](Side& s) {
+      Weight t = s.Matrix(37, cols, dt);
+      const std::vector<int32_t> host = {0, 36, 5, 5, 17};
+      F32 ids = s.Floats({0, 36, 5, 5, 17}), x = s.Floats(Random(cols));
+      F32 a = s.Floats(std::vector<float>(5 * cols)), b = s.Floats(std::vector<float>(5 * cols));
+      F32 c = s.Floats(std::vector<float>(5)), d = s.Floats(std::vector<float>(5));
+      s.be->Embed(a, t, host, 1.7f);
+      s.be->EmbedIds(b, t, ids, 5, 0.5f);
+      s.be->GatherMatVec(c, x, t, host);
+      s.be->GatherMatVecIds(d, x, t, ids, 5);
+      std::vector<float> r = s.Read(a, 5 * cols);
+      Append(r, s.Read(b, 5 * cols));
+      Append(r, s.Read(c, 5));
+      Append(r, s.Read(d, 5));
+      return r;
+    });
+  }
+}
+
+// Weights split over three bindings of 1 KiB: products of few rows and many, odd widths and
+// whole octs, embeddings and rows by id.
+void RunSplitProducts(Backend& split, Backend& cpu) {
+  for (DType dt : kAll) {
+    const bool q = IsQuantized(dt);
+    const int outs = dt == DType::kF32 ? 33 : 61, ins = dt == DType::kQ8 ? 32 : q ? 64 : 17;
+    for (auto [rows, cols] : {std::pair{3, ins}, {q ? 1 : 3, q ? ins : dt == DType::kF32 ? 16 : 24}, {9, q ? ins : ins + 1}}) {
+      MatMul(split, cpu, "split_matmul_", dt, rows, outs, cols);
+    }
+    Case(std::string("split_embed_gather_") + DTypeName(dt), split, cpu, 1e-10, [&](Side& s) {
+      Weight t = s.Matrix(outs, ins, dt);
+      const std::vector<int32_t> host = {0, outs - 1, outs / 2, 3};
+      F32 fids = s.Floats({0.0f, static_cast<float>(outs - 1), static_cast<float>(outs / 2), 3.0f});
+      F32 a = s.Floats(std::vector<float>(4 * ins)), x = s.Floats(Random(ins)), b = s.Floats(std::vector<float>(4));
+      F32 c = s.Floats(std::vector<float>(4)), d = s.Floats(std::vector<float>(4 * ins));
+      s.be->EmbedIds(a, t, fids, 4, 0.5f);
+      s.be->GatherMatVecIds(b, x, t, fids, 4);
+      s.be->GatherMatVec(c, x, t, host);
+      s.be->Embed(d, t, host, 0.5f);
+      std::vector<float> r = s.Read(a, 4 * ins);
+      Append(r, s.Read(b, 4));
+      Append(r, s.Read(c, 4));
+      Append(r, s.Read(d, 4 * ins));
+      return r;
+    });
+  }
+}
+
+}  // namespace g4::ops

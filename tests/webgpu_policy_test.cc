@@ -1,0 +1,79 @@
+// The WebGPU backend's dispatch shapes (src/backend/webgpu/dispatch_policy.h), over many sizes
+// and tunings: the rules they promise, checked as properties.
+#include "backend/webgpu/dispatch_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace g4::webgpu {
+namespace {
+
+TEST(DispatchPolicy, RowsVariantsAreExactToFourThenEight) {
+  for (int rows = 1; rows <= 4; ++rows) EXPECT_EQ(RowsVariant(rows), rows);
+  for (int rows = 5; rows <= 8; ++rows) EXPECT_EQ(RowsVariant(rows), 8);
+}
+
+TEST(DispatchPolicy, TeamsDoubleWhileTheDispatchIsSmallAndRowsLong) {
+  std::mt19937 rng(3);
+  for (int i = 0; i < 5000; ++i) {
+    Tuning t;
+    t.teams = 64u << (rng() % 8);
+    const int64_t features = 1 + rng() % 20000, cols = 8 * (1 + rng() % 4000);
+    const TeamSplit s = TeamsPerFeature(t, features, cols);
+    ASSERT_TRUE(s.teams == 1 || s.teams == 2 || s.teams == 4 || s.teams == 8);
+    EXPECT_EQ(s.groups, static_cast<uint64_t>((features * s.teams + 7) / 8));  // eight teams a workgroup
+    const int64_t octs = cols / 8;
+    if (s.teams > 1) {  // each doubling was wanted: too few teams, rows long enough
+      EXPECT_LT(static_cast<uint64_t>(features * (s.teams / 2)), t.teams);
+      EXPECT_GE(octs / s.teams, 64);
+    }
+    if (s.teams < 8) {  // and the next one is not
+      EXPECT_TRUE(static_cast<uint64_t>(features * s.teams) >= t.teams || octs / (2 * s.teams) < 64);
+    }
+  }
+}
+
+TEST(DispatchPolicy, AttentionSplitsFillTheDeviceWithinTheirLimits) {
+  std::mt19937 rng(5);
+  for (int i = 0; i < 5000; ++i) {
+    Tuning t;
+    t.fill = 1 + rng() % 2000;
+    const uint64_t pairs = 1 + rng() % 64, positions = 1 + rng() % 40000, hd = 8 * (1 + rng() % 64);
+    const uint64_t scratch = 1u << 20;
+    const uint64_t s = AttentionSplits(t, pairs, positions, hd, scratch);
+    ASSERT_GE(s, 1u);
+    EXPECT_LE(s, 64u);
+    EXPECT_LE(s, (positions + 63) / 64);                        // no split of less than a tile's worth
+    EXPECT_TRUE(s == 1 || s * pairs * (hd + 2) <= scratch);     // the partials fit
+    EXPECT_TRUE(s == 1 || (s - 1) * pairs < t.fill);            // no more splits than fill the device
+  }
+}
+
+TEST(DispatchPolicy, TiledProductsCoverEveryColumnOnce) {
+  std::mt19937 rng(7);
+  for (int i = 0; i < 5000; ++i) {
+    Tuning t;
+    t.fill = 1 + rng() % 600;
+    const uint64_t rows = 9 + rng() % 2000, outs = 1 + rng() % 20000, cols = 1 + rng() % 20000;
+    const bool vec = rng() % 2, splittable = rng() % 2;
+    const MatmulShape s = MatmulTiles(t, rows, outs, cols, vec, splittable);
+    ASSERT_LE(s.tile, 3u);
+    ASSERT_GE(s.parts, 1u);
+    if (!vec) EXPECT_EQ(s.tile, 0u);
+    if (s.parts == 1) {
+      EXPECT_EQ(s.kc, cols);
+    } else {
+      EXPECT_TRUE(vec && splittable);
+      EXPECT_EQ(s.kc % 32, 0u);                              // whole stages of columns
+      EXPECT_GE(s.parts * s.kc, cols);                       // every column in a part
+      EXPECT_LT((s.parts - 1) * s.kc, cols);                 // and no part empty
+    }
+    static constexpr uint64_t kTile[4][2] = {{64, 64}, {128, 64}, {128, 128}, {64, 32}};
+    const uint64_t tiles = (rows + kTile[s.tile][0] - 1) / kTile[s.tile][0] * ((outs + kTile[s.tile][1] - 1) / kTile[s.tile][1]);
+    EXPECT_EQ(s.groups, tiles * s.parts);
+  }
+}
+
+}  // namespace
+}  // namespace g4::webgpu
