@@ -43,9 +43,14 @@ export async function instantiate(wasm, { wasi, device = null, host = {} }) {
       return gpuWaits.has(name) ? waiting(call) : call;
     },
   });
-  const wasiImports = { ...wasi.imports, fd_read: waiting(wasi.imports.fd_read) };
-  const hostImports = Object.fromEntries(Object.entries(host).map(([k, f]) => [k, waiting(f)]));
   const module = wasm instanceof WebAssembly.Module ? wasm : await WebAssembly.compile(wasm);
+  // A WASI call the host does not provide answers ENOSYS (52), so that a module linking one it
+  // never reaches at run time still instantiates.
+  const wasiImports = { ...wasi.imports, fd_read: waiting(wasi.imports.fd_read) };
+  for (const { module: from, name, kind } of WebAssembly.Module.imports(module)) {
+    if (from === 'wasi_snapshot_preview1' && kind === 'function' && !(name in wasiImports)) wasiImports[name] = () => 52;
+  }
+  const hostImports = Object.fromEntries(Object.entries(host).map(([k, f]) => [k, waiting(f)]));
   instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: wasiImports, gpu: gpuImports,
                                                      host: hostImports });
   wasi.initialize(instance);
