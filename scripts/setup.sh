@@ -9,5 +9,6 @@ scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build
 scripts/build-web.sh >/dev/null   # dist/: the browser and Node package (demo: npm run demo)
+cmake --build build-wasm --target gemma4 >/dev/null   # the Node CLI's module (bin/gemma4.mjs), packed too
 ./build/gemma4 generate --model testdata/models/demo --assistant testdata/models/demo/assistant \
   --prompt "What should Congress do this year?" --chat --max-new-tokens 48
