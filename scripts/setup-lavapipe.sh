@@ -32,7 +32,7 @@ export VK_ICD_FILENAMES=$dest/lvp_icd.json
 export VK_DRIVER_FILES=$dest/lvp_icd.json
 export LD_LIBRARY_PATH=$lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
 # Compiled shaders are kept on disk, in .lavapipe/, so that each new process (every CLI run of
-# the tests) does not compile every kernel again: 20 s or more a run on 2 cores. Mesa keys each
+# the tests) does not compile every kernel again. Mesa keys each
 # entry by the shader and the driver's build; its database locks its files, so processes side by
 # side may share it.
 unset MESA_SHADER_CACHE_DISABLE

@@ -14,10 +14,8 @@ const UNIFORM_SLOTS = 4096;
 export const PROFILE_SCHEMA_VERSION = 3;  // 2: ops[name].by_workgroups; 3: mode, passes
 export const PROFILE_KERNELS = 1, PROFILE_PASSES = 2;  // the modes profile() takes (0: off)
 // Dispatches per submit: the GPU starts on the first ones while the rest are still encoded, and
-// each submit costs the GPU a pause. On the H200 (E2B bf16), decode recorded one step ahead went
-// from 65 to 100 tokens/s going from one submit per step to submits of 32 dispatches, and later
-// from 270 to 295 going from 32 to 128 (96: 288, 160: 296, one submit: 290). A step read one at a
-// time then waits longer for its first submit: 4.7 ms against 4.5 with 32.
+// each submit costs the GPU a pause; the size balances the two (docs/PERFORMANCE.md has the
+// figures behind it).
 const SUBMIT_DISPATCHES = 128;
 const PROFILE_SLOTS = 2048;    // dispatches timed per submit (two queries each)
 
@@ -42,7 +40,7 @@ export function createGpuImports(device, memory, pending) {
   const reads = new Map();   // ticket -> Promise of the bytes (null when the read failed)
   let nextRead = 1;
   // Staging buffers of finished reads, by size, for the next reads of that size: making a mappable
-  // buffer cost the H200's host about 0.16 ms a read (one every decoded token).
+  // buffer costs the host time on every read, and decoding reads once a token.
   const stagingPool = new Map();  // size -> [GPUBuffer]
   const STAGING_KEPT = 4;         // per size
   let disposed = false;
