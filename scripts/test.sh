@@ -12,7 +12,9 @@ stage() {  # stage NAME COMMAND...: runs the command, keeping its time
   stages+=("$(printf '%-12s %4d s' "$1" $((SECONDS - start)))")
 }
 native() { cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build; }
-node_tests() { (source .lavapipe/env.sh && node --test tests/js/); }
+# Two test files at a time: most of a file's time is one thread compiling kernels or waiting on
+# a browser, so two share the CPUs well.
+node_tests() { (source .lavapipe/env.sh && node --test --test-concurrency="${G4_TEST_JOBS:-2}" tests/js/); }
 ctests() { (cd build && ctest --output-on-failure -j 2); }
 report() {
   echo "time by stage:"
@@ -25,6 +27,6 @@ stage native native
 stage wasm scripts/build-wasm.sh
 stage web scripts/build-web.sh
 stage lavapipe scripts/setup-lavapipe.sh
-stage fuzz scripts/fuzz.sh "${G4_FUZZ_SECONDS:-20}"
+stage fuzz scripts/fuzz.sh "${G4_FUZZ_SECONDS:-20}" --parallel
 stage node node_tests
 stage ctest ctests
