@@ -233,6 +233,7 @@ class Runtime {
       } catch (e) {
         target.close();
         assistant?.close();
+        this.#releaseDevice();
         throw e;
       }
     } finally {
@@ -354,8 +355,21 @@ class Runtime {
     try {
       this.#unloadNow();
     } finally {
+      this.#releaseDevice();
       this.#leave();
     }
+  }
+
+  // A device the runtime requested is destroyed once nothing is loaded: Dawn frees a device's
+  // memory only when it is destroyed, never when its last JavaScript reference goes, so a
+  // runtime dropped after unload() would keep it. The next load requests a new one. A device
+  // given by the caller stays the caller's.
+  #releaseDevice() {
+    if (!this.#device || this.#options.device) return;
+    const device = this.#device;
+    this.#device = null;
+    this.#lost = null;
+    device.destroy();
   }
 
   // Unloads and loads the same model again from the sources already opened (cached), with the
@@ -375,6 +389,7 @@ class Runtime {
           loaded.target.close();
           loaded.assistant?.close();
           this.#loaded = null;
+          this.#releaseDevice();
           throw e;
         }
       }
