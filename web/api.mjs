@@ -12,6 +12,7 @@ import { deleteCache, isNodePath, nodePath, openModel, tokenizerSource } from '.
 import { workerClient } from './worker.mjs';
 import { dawnInstance } from './dawn_toggles.mjs';
 import { PROFILE_SCHEMA_VERSION } from './gpu_bridge.mjs';
+import { chunkStream } from './stream.mjs';
 
 // The profile before any profiled request (or in a build without profiling, with its reason).
 function emptyProfile(supported, reason = undefined) {
@@ -232,6 +233,7 @@ class Runtime {
       } catch (e) {
         target.close();
         assistant?.close();
+        this.#releaseDevice();
         throw e;
       }
     } finally {
@@ -353,8 +355,21 @@ class Runtime {
     try {
       this.#unloadNow();
     } finally {
+      this.#releaseDevice();
       this.#leave();
     }
+  }
+
+  // A device the runtime requested is destroyed once nothing is loaded: Dawn frees a device's
+  // memory only when it is destroyed, never when its last JavaScript reference goes, so a
+  // runtime dropped after unload() would keep it. The next load requests a new one. A device
+  // given by the caller stays the caller's.
+  #releaseDevice() {
+    if (!this.#device || this.#options.device) return;
+    const device = this.#device;
+    this.#device = null;
+    this.#lost = null;
+    device.destroy();
   }
 
   // Unloads and loads the same model again from the sources already opened (cached), with the
@@ -374,6 +389,7 @@ class Runtime {
           loaded.target.close();
           loaded.assistant?.close();
           this.#loaded = null;
+          this.#releaseDevice();
           throw e;
         }
       }
@@ -415,7 +431,8 @@ class Runtime {
     }
     const run = this.#run(job);
     if (!job.stream) return run;
-    run.catch(() => {});  // the stream reports it
+    // The stream reports an error; leaving it early waits for this: the runtime free again.
+    job.settled = run.then(() => {}, () => {});
     return job.iterable;
   }
 
@@ -537,17 +554,17 @@ class Runtime {
 }
 
 // A request in flight: turns tokens into OpenAI-shaped chunks (holding back text that may be the
-// start of a stop string) and is the async-iterable stream of them.
+// start of a stop string) and is the async-iterable stream of them (web/stream.mjs). Leaving the
+// stream's loop early interrupts the request and waits until the runtime is free.
 function makeJob({ request, stream, stop, model }) {
   const id = `chatcmpl-${Math.random().toString(36).slice(2, 12)}`;
   const created = Math.floor(Date.now() / 1000);
-  const queue = [];
-  let wake = null, failed = null, ended = false;
+  let ended = false;
   let text = '', sent = 0, tokens = 0;
-  const push = (item) => {
-    queue.push(item);
-    if (wake) { wake(); wake = null; }
-  };
+  const chunks = chunkStream(() => {
+    if (!ended) job.interrupted = true;
+    return job.settled;
+  });
   const chunk = (delta, finish_reason = null, usage = undefined) => ({
     id, object: 'chat.completion.chunk', created, model,
     choices: [{ index: 0, delta, finish_reason }], ...(usage ? { usage } : {}),
@@ -564,13 +581,14 @@ function makeJob({ request, stream, stop, model }) {
   };
   const emit = (end) => {
     if (end > sent) {
-      if (stream) push(chunk(sent === 0 ? { role: 'assistant', content: text.slice(0, end) } : { content: text.slice(sent, end) }));
+      if (stream) chunks.push(chunk(sent === 0 ? { role: 'assistant', content: text.slice(0, end) } : { content: text.slice(sent, end) }));
       sent = end;
     }
   };
   let lastTokenAt = 0;
   const job = {
     request, stream, interrupted: false, stopped: false, started: 0, firstTokenMs: null,
+    settled: Promise.resolve(),  // settles when the request is over and the runtime free
     // The request so far: tokens, time, decode speed after the first token.
     progress() {
       const decodeMs = lastTokenAt - job.started - (job.firstTokenMs ?? 0);
@@ -598,40 +616,21 @@ function makeJob({ request, stream, stop, model }) {
       return !job.stopped && !job.interrupted;
     },
     fail(e) {
-      failed = e;
-      push(null);
+      chunks.end(e);
     },
     finish(finish_reason, usage) {
       emit(text.length);
       ended = true;
       if (stream) {
-        if (sent === 0) push(chunk({ role: 'assistant', content: '' }));
-        push(chunk({}, finish_reason, usage));
-        push(null);
+        if (sent === 0) chunks.push(chunk({ role: 'assistant', content: '' }));
+        chunks.push(chunk({}, finish_reason, usage));
+        chunks.end();
         return undefined;
       }
       return { id, object: 'chat.completion', created, model,
                choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason }], usage };
     },
-    iterable: {
-      [Symbol.asyncIterator]() {
-        return {
-          async next() {
-            while (!queue.length) await new Promise((r) => { wake = r; });
-            const item = queue.shift();
-            if (item === null) {
-              if (failed) throw failed;
-              return { done: true, value: undefined };
-            }
-            return { done: false, value: item };
-          },
-          async return() {
-            if (!ended) job.interrupted = true;  // leaving the loop early stops generation
-            return { done: true, value: undefined };
-          },
-        };
-      },
-    },
+    iterable: chunks.iterable,
   };
   return job;
 }

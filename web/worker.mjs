@@ -2,6 +2,8 @@
 // true }) starts a module worker of the same build (named WORKER_NAME, so the build's module
 // serves requests when it finds itself there) and answers with a proxy whose methods post to it.
 // Streams arrive chunk by chunk; stats() is the worker's latest figures, sent with every reply.
+import { chunkStream } from './stream.mjs';
+
 export const WORKER_NAME = 'gemma4-worker';
 
 const rebuild = (e) => Object.assign(new (e.name === 'TypeError' ? TypeError : Error)(e.message), { name: e.name });
@@ -34,29 +36,20 @@ export async function workerClient(build, options) {
     calls.set(id, { resolve, reject, chunk() {}, end() {}, ...extra });
     w.postMessage({ id, method, args });
   });
-  // An async-iterable fed by the worker's chunks.
+  // An async-iterable fed by the worker's chunks (web/stream.mjs); leaving its loop early
+  // interrupts the request and resolves when the worker has answered its end.
   const streamOf = () => {
-    const queue = [];
-    let wake = null;
-    const put = (x) => { queue.push(x); if (wake) { wake(); wake = null; } };
-    const iterable = {
-      [Symbol.asyncIterator]() {
-        return {
-          async next() {
-            while (!queue.length) await new Promise((r) => { wake = r; });
-            const x = queue.shift();
-            if (x.end === undefined) return { done: false, value: x.chunk };
-            if (x.end) throw x.end;
-            return { done: true, value: undefined };
-          },
-          async return() {
-            w.postMessage({ method: 'interrupt' });
-            return { done: true, value: undefined };
-          },
-        };
-      },
+    let over = false, settle;
+    const settled = new Promise((resolve) => { settle = resolve; });
+    const chunks = chunkStream(() => {
+      if (!over) w.postMessage({ method: 'interrupt' });
+      return settled;
+    });
+    return {
+      iterable: chunks.iterable,
+      chunk: (c) => chunks.push(c),
+      end: (e) => { over = true; chunks.end(e); settle(); },
     };
-    return { iterable, chunk: (c) => put({ chunk: c }), end: (e) => put({ end: e }) };
   };
   await call('create', [rest]);
   return {

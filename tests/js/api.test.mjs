@@ -38,6 +38,13 @@ async function collect(stream, runtime = null) {
   return { chunks, seen, text: chunks.map((c) => c.choices[0].delta.content ?? '').join(''), last: chunks[chunks.length - 1] };
 }
 
+// `promise`, or a rejection naming the wait if it has not settled within `ms`.
+function within(ms, promise) {
+  let timer;
+  const late = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`not settled within ${ms} ms`)), ms); });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 test('plain and speculative runtimes answer with the CPU reference text', { timeout: 360000 }, async (t) => {
   const ref = referenceText(messages[0].content, N);
   assert.equal(ref.tokens.length, N);
@@ -110,6 +117,29 @@ test('plain and speculative runtimes answer with the CPU reference text', { time
     assert.ok(last.usage.completion_tokens < 200);
     const again = await mtp.chat.completions.create({ messages, max_tokens: N, temperature: 0 });
     assert.equal(again.choices[0].message.content, ref.text);
+  });
+
+  await t.test('a finished stream iterated again ends at once, with no chunk', async () => {
+    const stream = await mtp.chat.completions.create({ messages, max_tokens: 4, temperature: 0, stream: true });
+    const first = await collect(stream);
+    assert.equal(first.last.choices[0].finish_reason, 'length');
+    assert.deepEqual((await within(2000, collect(stream))).chunks, []);
+    assert.equal((await within(2000, stream[Symbol.asyncIterator]().next())).done, true);
+  });
+
+  await t.test('leaving a stream early frees the runtime before the loop is left', async () => {
+    const stream = await mtp.chat.completions.create({ messages, max_tokens: 200, temperature: 0, stream: true });
+    let seen = 0;
+    for await (const _ of stream) {
+      seen++;
+      break;
+    }
+    assert.equal(seen, 1);
+    assert.equal(mtp.stats().busy, null);
+    const again = await mtp.chat.completions.create({ messages, max_tokens: N, temperature: 0 });
+    assert.equal(again.choices[0].message.content, ref.text);
+    // A stream left early is over: iterating it again ends at once.
+    assert.deepEqual(await within(2000, collect(stream)).then((c) => c.chunks), []);
   });
 
   await t.test('seeded sampling repeats itself with the fixed draft policy', async () => {

@@ -1,0 +1,45 @@
+// Loading, resetting and unloading over and over (Node, WebGPU on Dawn + lavapipe) leaves no GPU
+// buffer behind and holds the process's memory (RSS) within a bound: every other cycle makes a new
+// runtime (as a page or server that drops one and makes another does; the others reuse it), loads
+// the smallest bundled model, resets it every fourth cycle and unloads it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { root } from './cli.mjs';
+
+const { createGemma4 } = await import(join(root, 'dist', 'gemma4.mjs'));
+const model = join(root, 'testdata/models/dense');
+const tokenizer = join(root, 'testdata/tokenizers/mini/tokenizer.json');
+
+// Each load requests a device and calibrates the backend's dispatch sizes
+// (WebGpuBackend::Calibrate), a second or more on lavapipe, so 200 cycles would take minutes: the
+// count is what fits about a minute on 2 cores (G4_CYCLES sets another). A device left undestroyed
+// holds tens of MB, so one leaked a cycle passes RSS_BOUND_MB within a few cycles.
+const CYCLES = Number(process.env.G4_CYCLES ?? 20);
+const WARM = 3;           // cycles before the reference RSS (first compiles, allocator pools)
+const RSS_BOUND_MB = 64;  // growth allowed from cycle WARM to the last
+
+test(`${CYCLES} load/reset/unload cycles leave no GPU buffer and bounded RSS`, { timeout: 600000 }, async () => {
+  let reference = 0;
+  const rss = [];
+  let g = null;
+  for (let i = 1; i <= CYCLES; i++) {
+    if (i % 2 === 1) g = await createGemma4();
+    await g.load({ target: model, tokenizer });
+    const loaded = g.stats().gpu_buffers;
+    assert.ok(loaded > 10, `cycle ${i}: only ${loaded} GPU buffers while loaded`);
+    if (i % 4 === 0) {
+      await g.reset();
+      assert.equal(g.stats().gpu_buffers, loaded, `cycle ${i}: buffers after reset`);
+    }
+    await g.unload();
+    assert.equal(g.stats().gpu_buffers, 0, `cycle ${i}: GPU buffers left after unload`);
+    rss.push(process.memoryUsage().rss / 2 ** 20);
+    if (i === WARM) reference = rss[i - 1];
+  }
+  const last = rss[rss.length - 1];
+  const at = (n) => rss[Math.min(n, rss.length) - 1].toFixed(0);
+  const trail = `RSS MB after cycles 1, ${WARM}, ${Math.ceil(CYCLES / 2)}, ${CYCLES}: ${at(1)}, ${at(WARM)}, ${at(Math.ceil(CYCLES / 2))}, ${at(CYCLES)}`;
+  console.log(trail);
+  assert.ok(last - reference <= RSS_BOUND_MB, `RSS grew ${(last - reference).toFixed(0)} MB (bound ${RSS_BOUND_MB}); ${trail}`);
+});
