@@ -83,7 +83,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
   // not finite, on the backend or here) stops generation: the e-th token comes from the logits
   // at position prompt + e - 1.
   auto emit = [&](int t, size_t row) -> Status {
-    if (t < 0) return NotFiniteLogits(static_cast<int64_t>(prompt.size()) - 1 + static_cast<int64_t>(result.tokens.size()));
+    if (t < 0) return NotFiniteLogits(static_cast<int64_t>(prompt.size() + result.tokens.size()) - 1);
     result.tokens.push_back(t);
     if (options.top_logits > 0) {
       result.top_logits.push_back(TopK(std::span<const float>(&logits[row * V], V), options.top_logits));
