@@ -219,6 +219,10 @@ class Backend {
 
   // --- ops on token ids the backend holds (a speculative round's tokens stay on the device) ---
   // Ids and indices are floats holding integers (exact below 2^24), as Argmax writes them.
+  // Argmax, ArgmaxKeyed and TopKValues write kNotFiniteId for a row holding a value that is not
+  // finite (a NaN or an infinity): whoever reads the id stops there. Ids outside a table (that one
+  // among them) read its row 0 in EmbedIds and GatherMatVecIds.
+  static constexpr float kNotFiniteId = -1.0f;
   // out[r, :] = table[ids[r], :] * scale                            out: (rows, table.cols)
   virtual void EmbedIds(F32 out, const Weight& table, F32 ids, int rows, float scale) = 0;
   // out[j] = in . w[rows[j]] for j < count                           in: (w.cols)

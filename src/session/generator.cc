@@ -61,6 +61,9 @@ Result<GenerationResult> GenerateAhead(Model& model, std::span<const int32_t> pr
   int emitted = 0;
   while (true) {
     const int token = static_cast<int>(id);
+    // The argmax of logits that are not finite is kNotFinite; the e-th token comes from the
+    // logits at position prompt + e - 1.
+    if (token < 0) return NotFiniteLogits(static_cast<int64_t>(prompt.size()) - 1 + emitted);
     result.tokens.push_back(token);
     ++emitted;
     if (on_token) on_token(token);
@@ -113,7 +116,9 @@ Result<GenerationResult> Generate(Model& model, std::span<const int32_t> prompt,
   const bool top_only = !ids_only && options.top_logits == 0 && options.sampler.top_k > 0 &&
                         top_read <= Backend::kMaxTopKValues && top_read <= model.config().vocab;
   std::vector<std::pair<int, float>> top;
-  auto step = [&](std::span<const int32_t> tokens) -> Result<int> {
+  // The next token from the logits of the last of `tokens`; an error naming their position when
+  // they are not finite (the backend's argmax or top-k, or the sampler, gives kNotFinite).
+  auto next = [&](std::span<const int32_t> tokens) -> Result<int> {
     if (ids_only) {
       G4_RETURN_IF_ERROR(model.ForwardArgmax(tokens, *cache, 1, &ids));
       return ids[0];
@@ -127,6 +132,11 @@ Result<GenerationResult> Generate(Model& model, std::span<const int32_t> prompt,
     }
     G4_RETURN_IF_ERROR(model.Forward(tokens, *cache, 1, &logits));
     return sampler.Sample(logits);
+  };
+  auto step = [&](std::span<const int32_t> tokens) -> Result<int> {
+    G4_ASSIGN_OR_RETURN(const int t, next(tokens));
+    if (t < 0) return NotFiniteLogits(cache->length() - 1);
+    return t;
   };
 
   if (ids_only && options.decode_ahead != 0 && (options.decode_ahead > 0 || model.backend().DownloadsOverlap())) {

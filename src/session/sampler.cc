@@ -3,8 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string>
+
+#include "backend/backend.h"
 
 namespace g4 {
+
+static_assert(kNotFinite == static_cast<int>(Backend::kNotFiniteId), "one id for logits that are not finite");
 
 Status ValidateSamplerOptions(const SamplerOptions& o) {
   if (!(o.temperature >= 0.0f) || !std::isfinite(o.temperature)) return InvalidArgument("temperature must be >= 0");
@@ -18,6 +23,17 @@ uint64_t Rng::Next() {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
+}
+
+bool AllFinite(std::span<const float> x) {
+  // A sum is finite only when every term is (NaN and infinities propagate); one pass, no branch.
+  float sum = 0.0f;
+  for (float v : x) sum += v * 0.0f;
+  return sum == 0.0f;
+}
+
+Status NotFiniteLogits(int64_t position) {
+  return DataLoss("logits at position " + std::to_string(position) + " are not finite; the weights may be corrupt");
 }
 
 int Argmax(std::span<const float> logits) {
@@ -42,8 +58,15 @@ std::vector<std::pair<int, float>> TopK(std::span<const float> logits, int k) {
 namespace {
 
 // The probabilities of candidates in descending order of logit (`logit(i)`, i < n; the lower id
-// first among equals): temperature, top-k (ties with the k-th kept, as the reference's filter
-// does), top-p. Returns the first `keep` candidates' probabilities.
+// first among equals; every logit finite): temperature, top-k (ties with the k-th kept, as the
+// reference's filter does), top-p. Returns the first `keep` candidates' probabilities.
+//
+// Weights are exp((logit - largest) / T), taken from differences to the largest logit: each is
+// in [0, 1] and the largest is exactly 1, so nothing overflows however small T is (a product
+// logit / T may not fit a float, or even a double, and exp of it would not). A temperature too
+// small to differ from greedy is greedy: when every candidate below the largest logit weighs 0
+// (its difference over T is below about -745, past what a double holds), a draw could only pick
+// a largest logit, and the choice is greedy's, the lowest id among them.
 template <typename Logit>
 std::vector<float> Shape(const SamplerOptions& o, size_t n, Logit logit) {
   size_t keep = n;
@@ -52,11 +75,17 @@ std::vector<float> Shape(const SamplerOptions& o, size_t n, Logit logit) {
     keep = o.top_k;
     while (keep < n && logit(keep) == kth) ++keep;
   }
-  const double inv_t = 1.0 / o.temperature;
-  const double mx = logit(0) * inv_t;
+  const double inv_t = 1.0 / o.temperature;  // finite: the smallest float temperature is 1.4e-45
+  const double largest = logit(0);
   std::vector<double> e(keep);
   double sum = 0.0;
-  for (size_t i = 0; i < keep; ++i) sum += (e[i] = std::exp(logit(i) * inv_t - mx));
+  bool only_largest = true;
+  for (size_t i = 0; i < keep; ++i) {
+    const double d = static_cast<double>(logit(i)) - largest;  // <= 0
+    sum += (e[i] = std::exp(d * inv_t));
+    if (d < 0.0 && e[i] > 0.0) only_largest = false;
+  }
+  if (only_largest) return {1.0f};
   if (o.top_p < 1.0f) {
     // Keep the smallest prefix whose probability reaches top_p (at least one token).
     double cum = 0.0;
@@ -78,14 +107,18 @@ std::vector<float> Shape(const SamplerOptions& o, size_t n, Logit logit) {
 }
 
 // Draws from probabilities given in ascending id order (`prob(i)`, `id(i)`, i < n), the
-// cumulative sum taken in that order; the last candidate absorbs rounding.
+// cumulative sum taken in that order; the last candidate absorbs rounding. kNotFinite, with
+// nothing drawn, when the mass is not finite or nothing has a positive probability.
 template <typename Prob, typename Id>
 int Draw(size_t n, Prob prob, Id id, Rng& rng) {
+  double mass = 0.0;
+  for (size_t i = 0; i < n; ++i) mass += std::isnan(prob(i)) ? prob(i) : std::max(0.0f, prob(i));
+  if (!std::isfinite(mass) || !(mass > 0.0)) return kNotFinite;
   const double u = rng.Uniform();
   double cum = 0.0;
   int last = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (prob(i) <= 0.0f) continue;
+    if (!(prob(i) > 0.0f)) continue;
     cum += prob(i);
     last = id(i);
     if (u < cum) return last;
@@ -98,6 +131,7 @@ int Draw(size_t n, Prob prob, Id id, Rng& rng) {
 std::vector<float> Sampler::Distribution(std::span<const float> logits) const {
   const size_t n = logits.size();
   std::vector<float> p(n, 0.0f);
+  if (!AllFinite(logits)) return p;
   if (options_.temperature == 0.0f) {
     p[Argmax(logits)] = 1.0f;
     return p;
@@ -118,6 +152,9 @@ int DrawFrom(std::span<const float> probs, Rng& rng) {
 int Sampler::SampleTop(std::span<const std::pair<int, float>> top) {
   const size_t k = static_cast<size_t>(options_.top_k);
   if (options_.temperature == 0.0f || k == 0 || top.size() <= k || top[k].second == top[k - 1].second) return -1;
+  for (const auto& [id, logit] : top) {
+    if (id < 0 || !std::isfinite(logit)) return -1;
+  }
   const std::vector<float> kept = Shape(options_, top.size(), [&](size_t i) { return top[i].second; });
   // Sample draws in id order over the whole vocabulary, where the others have probability 0.
   std::vector<std::pair<int, float>> by_id;
@@ -127,6 +164,7 @@ int Sampler::SampleTop(std::span<const std::pair<int, float>> top) {
 }
 
 int Sampler::Sample(std::span<const float> logits) {
+  if (!AllFinite(logits)) return kNotFinite;
   if (options_.temperature == 0.0f) return Argmax(logits);
   return DrawFrom(Distribution(logits), rng_);
 }

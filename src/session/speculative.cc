@@ -79,13 +79,22 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
   const GreedyRoundSlots slots(F32{round_buf.get(), 0}, k);
   std::vector<float> round_host(GreedyRoundSlots::Count(k));
   std::vector<float> logits, draft_logits;
-  // Emits a token chosen by `row` of the last target logits.
-  auto emit = [&](int t, size_t row) {
+  // Emits a token chosen by `row` of the last target logits; kNotFinite (from logits that are
+  // not finite, on the backend or here) stops generation: the e-th token comes from the logits
+  // at position prompt + e - 1.
+  auto emit = [&](int t, size_t row) -> Status {
+    if (t < 0) return NotFiniteLogits(static_cast<int64_t>(prompt.size() + result.tokens.size()) - 1);
     result.tokens.push_back(t);
     if (options.top_logits > 0) {
       result.top_logits.push_back(TopK(std::span<const float>(&logits[row * V], V), options.top_logits));
     }
     if (on_token) on_token(t);
+    return Status::Ok();
+  };
+  // The target's choice from a row of logits (greedy or drawn); kNotFinite when it is not finite.
+  auto choose = [&](std::span<const float> row) {
+    if (greedy) return AllFinite(row) ? Argmax(row) : kNotFinite;
+    return DrawFrom(shaper.Distribution(row), rng);
   };
 
   // Greedy rounds without recorded logits read back token ids only (argmax on the backend).
@@ -99,7 +108,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     seed = ids[0];
   } else {
     G4_RETURN_IF_ERROR(target.Forward(tail, *cache, 1, &logits));
-    seed = greedy ? Argmax(logits) : DrawFrom(shaper.Distribution(logits), rng);
+    seed = choose(logits);
   }
   const int64_t t1_us = MonotonicMicros();
   st.prefill_us = t1_us - t0_us;
@@ -108,7 +117,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     const float f = static_cast<float>(seed);
     G4_RETURN_IF_ERROR(be.Upload(*round_buf, 0, &f, sizeof(f)));
   }
-  emit(seed, 0);
+  G4_RETURN_IF_ERROR(emit(seed, 0));
   bool done = is_stop(seed);
   if (done) result.stop_reason = "eos";
   // An interruption is honoured after the tokens of a round are out (they are already decided).
@@ -160,7 +169,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
       round.bonus = seed = static_cast<int>(id);
       ++finished;
       count(round, 0, 0);
-      emit(seed, 0);
+      G4_RETURN_IF_ERROR(emit(seed, 0));
       if (is_stop(seed)) {
         done = true;
         result.stop_reason = "eos";
@@ -185,7 +194,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
       G4_RETURN_IF_ERROR(plain_steps(std::min(policy.PlainSteps(), remaining)));
       continue;
     }
-    const int nd = std::min(want, remaining - 1);
+    int nd = std::min(want, remaining - 1);
     const int64_t round_t0 = MonotonicMicros();
     RoundTrace round;
     round.position = p;
@@ -200,17 +209,26 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
       bonus = static_cast<int>(round_host[2 * k + 3]);
       be.Copy(slots.tokens, slots.verdict.At(1), 1);  // the next round's seed
     } else {
-      // Draft nd tokens at position p.
+      // Draft nd tokens at position p. A draft from logits that are not finite has probability
+      // 0: it stands in as token 0, is rejected whatever the target says (its q is all zero), and
+      // drafting stops there.
       int tok = seed;
+      int usable = nd;  // drafts that may be accepted
       F32 s_in = state, s_out{state_b.get(), 0};
       q_dists.clear();
       for (int j = 0; j < nd; ++j) {
         G4_RETURN_IF_ERROR(assistant.Draft(tok, s_in, p, *cache, &draft_logits, s_out));
         if (greedy) {
-          tok = Argmax(draft_logits);
+          tok = AllFinite(draft_logits) ? Argmax(draft_logits) : kNotFinite;
         } else {
           q_dists.push_back(shaper.Distribution(draft_logits));
           tok = DrawFrom(q_dists.back(), rng);
+        }
+        if (tok < 0) {
+          round.drafts.push_back(0);
+          usable = j;
+          nd = j + 1;
+          break;
         }
         round.drafts.push_back(tok);
         std::swap(s_in, s_out);
@@ -220,22 +238,23 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
       verify.insert(verify.end(), round.drafts.begin(), round.drafts.end());
       if (greedy) {
         G4_RETURN_IF_ERROR(target.Forward(verify, *cache, nd + 1, &logits));
-        while (m < nd && round.drafts[m] == Argmax(std::span<const float>(&logits[static_cast<size_t>(m) * V], V))) ++m;
-        bonus = Argmax(std::span<const float>(&logits[static_cast<size_t>(m) * V], V));
+        while (m < usable && round.drafts[m] == choose(std::span<const float>(&logits[static_cast<size_t>(m) * V], V))) ++m;
+        bonus = choose(std::span<const float>(&logits[static_cast<size_t>(m) * V], V));
       } else {
         G4_RETURN_IF_ERROR(target.Forward(verify, *cache, nd + 1, &logits));
         bool rejected = false;
         for (; m < nd; ++m) {
           const std::vector<float> pd = shaper.Distribution(std::span<const float>(&logits[static_cast<size_t>(m) * V], V));
           const int c = round.drafts[m];
-          const double ratio = q_dists[m][c] > 0.0f ? static_cast<double>(pd[c]) / q_dists[m][c] : 1.0;
+          // A draft q gives no probability to (from logits that are not finite) is rejected.
+          const double ratio = q_dists[m][c] > 0.0f ? static_cast<double>(pd[c]) / q_dists[m][c] : 0.0;
           if (rng.Uniform() < ratio) continue;
           bonus = SampleResidual(pd, q_dists[m], rng);
           rejected = true;
           break;
         }
         if (!rejected) {
-          bonus = DrawFrom(shaper.Distribution(std::span<const float>(&logits[static_cast<size_t>(nd) * V], V)), rng);
+          bonus = choose(std::span<const float>(&logits[static_cast<size_t>(nd) * V], V));
         }
       }
     }
@@ -252,7 +271,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     // Emit the accepted drafts and the bonus; a stop token among them ends generation there.
     for (int j = 0; j <= m && !done; ++j) {
       const int t = j < m ? round.drafts[j] : bonus;
-      emit(t, static_cast<size_t>(j));
+      G4_RETURN_IF_ERROR(emit(t, static_cast<size_t>(j)));
       if (is_stop(t)) {
         done = true;
         result.stop_reason = "eos";

@@ -161,6 +161,33 @@ void RunOther(Backend& gpu, Backend& cpu) {
     s.be->ArgmaxKeyed(id, x, k, 999);
     return s.Read(id, 1);
   });
+  // Values that are not finite: argmax (one pass and two), top-k with values and the keyed argmax
+  // write -1 for a row holding one; softcap keeps a NaN (as 1 here: the NMSE of NaN is not a number).
+  Case("not_finite_flagged", gpu, cpu, 0.0, [&](Side& s) {
+    std::vector<float> v = Random(4 * 1003), w = Random(2 * 20001), t = Random(40000), keys(999);
+    v[1003 + 5] = NAN;
+    v[2 * 1003 + 1002] = INFINITY;
+    v[3 * 1003] = -INFINITY;
+    w[20001 + 15000] = NAN;
+    t[39000] = INFINITY;
+    std::vector<float> kv = Random(999), caps = {NAN, -NAN};
+    for (int c = 0; c < 999; ++c) keys[c] = static_cast<float>(c);
+    kv[400] = NAN;
+    F32 x = s.Floats(v), xl = s.Floats(w), xt = s.Floats(t), xk = s.Floats(kv), k = s.Floats(keys), c = s.Floats(caps);
+    F32 ids = s.Floats(std::vector<float>(4)), idl = s.Floats(std::vector<float>(2)), top = s.Floats(std::vector<float>(2 * 8));
+    F32 id = s.Floats({0.0f});
+    s.be->Argmax(ids, x, 4, 1003);
+    s.be->Argmax(idl, xl, 2, 20001);
+    s.be->TopKValues(top, xt, 40000, 8);
+    s.be->ArgmaxKeyed(id, xk, k, 999);
+    s.be->Softcap(c, 2, 30.0f);
+    std::vector<float> r = s.Read(ids, 4), l = s.Read(idl, 2), p = s.Read(top, 8), q = s.Read(id, 1);
+    r.insert(r.end(), l.begin(), l.end());
+    r.insert(r.end(), p.begin(), p.end());
+    r.insert(r.end(), q.begin(), q.end());
+    for (float x : s.Read(c, 2)) r.push_back(std::isnan(x) ? 1.0f : x);
+    return r;
+  });
   // A started download holds the bytes of the ops recorded before it, not of those after, and
   // reads finish in any order.
   Case("start_download_before_later_ops", gpu, cpu, 1e-12, [&](Side& s) {

@@ -21,6 +21,33 @@
 namespace g4 {
 namespace {
 
+constexpr float kNotFiniteId = Backend::kNotFiniteId;
+
+// Whether x[0..n) holds no NaN and no infinity.
+bool Finite(const float* x, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (!std::isfinite(x[i])) return false;
+  }
+  return true;
+}
+
+// Column a ranks before column b of `row`: the larger value, the lower column among equals; a
+// NaN ranks as the lowest value (an order sorting may rely on whatever the row holds).
+auto Ranks(const float* row) {
+  return [row](int a, int b) {
+    const float va = std::isnan(row[a]) ? -INFINITY : row[a], vb = std::isnan(row[b]) ? -INFINITY : row[b];
+    return va > vb || (va == vb && a < b);
+  };
+}
+
+// Ids held as floats, as host ints; one outside [0, rows) (kNotFiniteId among them) reads row 0,
+// as WebGPU's conversion and clamped reads do: generation stops before such a row matters.
+std::vector<int32_t> HostIds(const float* f, int n, int64_t rows) {
+  std::vector<int32_t> ids(n);
+  for (int i = 0; i < n; ++i) ids[i] = f[i] >= 0.0f && f[i] < static_cast<float>(rows) ? static_cast<int32_t>(f[i]) : 0;
+  return ids;
+}
+
 class CpuBuffer final : public Buffer {
  public:
   // Owned, zero-filled memory; data() is null when the allocation failed.
@@ -293,20 +320,16 @@ class CpuBackend final : public Backend {
       for (int c = 1; c < cols; ++c) {
         if (row[c] > row[best]) best = c;
       }
-      out[r] = static_cast<float>(best);
+      out[r] = Finite(row, cols) ? static_cast<float>(best) : kNotFiniteId;
     }
   }
 
   void EmbedIds(F32 out, const Weight& table, F32 ids, int rows, float scale) override {
-    const float* f = Ptr(ids);
-    std::vector<int32_t> host(f, f + rows);
-    Embed(out, table, host, scale);
+    Embed(out, table, HostIds(Ptr(ids), rows, table.rows), scale);
   }
 
   void GatherMatVecIds(F32 out, F32 in, const Weight& w, F32 rows, int count) override {
-    const float* f = Ptr(rows);
-    std::vector<int32_t> host(f, f + count);
-    GatherMatVec(out, in, w, host);
+    GatherMatVec(out, in, w, HostIds(Ptr(rows), count, w.rows));
   }
 
   void TopK(F32 indices, F32 x, int rows, int cols, int k) override {
@@ -314,8 +337,7 @@ class CpuBackend final : public Backend {
     for (int r = 0; r < rows; ++r) {
       const float* row = Ptr(x) + static_cast<size_t>(r) * cols;
       std::iota(order.begin(), order.end(), 0);
-      std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                        [&](int a, int b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), Ranks(row));
       for (int j = 0; j < k; ++j) Ptr(indices)[static_cast<size_t>(r) * k + j] = static_cast<float>(order[j]);
     }
   }
@@ -324,10 +346,10 @@ class CpuBackend final : public Backend {
     const float* row = Ptr(x);
     std::vector<int> order(cols);
     std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                      [&](int a, int b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), Ranks(row));
+    const bool finite = Finite(row, cols);
     for (int j = 0; j < k; ++j) {
-      Ptr(out)[j] = static_cast<float>(order[j]);
+      Ptr(out)[j] = finite ? static_cast<float>(order[j]) : kNotFiniteId;
       Ptr(out)[k + j] = row[order[j]];
     }
   }
@@ -339,7 +361,7 @@ class CpuBackend final : public Backend {
     for (int c = 1; c < cols; ++c) {
       if (v[c] > v[best] || (v[c] == v[best] && key[c] < key[best])) best = c;
     }
-    Ptr(id)[0] = key[best];
+    Ptr(id)[0] = Finite(v, cols) ? key[best] : kNotFiniteId;
   }
 
   void AcceptDrafts(F32 result, F32 drafts, F32 target, int k) override {

@@ -1,4 +1,5 @@
-// id = keys[j] for the j with the largest x[j], the lowest key among equals. One workgroup.
+// id = keys[j] for the j with the largest x[j], the lowest key among equals; -1 when an x is not
+// finite. One workgroup.
 struct Params {
   id: u32,    // (1)
   x: u32,     // (cols)
@@ -7,12 +8,14 @@ struct Params {
 }
 var<workgroup> bv: array<f32, 256>;
 var<workgroup> bk: array<f32, 256>;
+var<workgroup> bad: atomic<u32>;  // a value that is not finite seen: zero at the start
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
   let cols = P.cols;
   var v = -3.4e38; var key = 3.4e38; var any = false;
   for (var c = lid.x; c < cols; c += 256u) {
     let xv = af(P.x + c); let kv = af(P.keys + c);
+    if (!is_finite(xv)) { atomicStore(&bad, 1u); }
     if (!any || xv > v || (xv == v && kv < key)) { v = xv; key = kv; any = true; }
   }
   bv[lid.x] = v; bk[lid.x] = key;
@@ -24,5 +27,5 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
     }
     workgroupBarrier();
   }
-  if (lid.x == 0u) { afset(P.id, bk[0]); }
+  if (lid.x == 0u) { afset(P.id, select(bk[0], -1.0, atomicLoad(&bad) != 0u)); }
 }

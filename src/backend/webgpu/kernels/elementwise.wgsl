@@ -1,5 +1,6 @@
 // Elementwise ops over count floats, a thread each:
-//   op 0: dst = a + b; 1: dst = a * s (scale); 2: dst = a (copy); 3: dst = s * tanh(a / s) (softcap);
+//   op 0: dst = a + b; 1: dst = a * s (scale); 2: dst = a (copy); 3: dst = s * tanh(a / s) (softcap; a NaN
+//   stays NaN, as tanh keeps it, where clamp might make it finite);
 //   4: dst = s (fill)
 struct Params {
   op: u32,
@@ -20,6 +21,6 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n
     case 0u: { afset(P.dst + i, a + af(P.b + i)); }
     case 1u: { afset(P.dst + i, a * s); }
     case 2u: { afset(P.dst + i, a); }
-    default: { afset(P.dst + i, safe_tanh(a / s) * s); }
+    default: { afset(P.dst + i, select(safe_tanh(a / s) * s, a, is_nan(a))); }
   }
 }

@@ -34,6 +34,11 @@ fn reduce_angle4(x: vec4<f32>) -> vec4<f32> {
   return fma(-k, vec4<f32>(1.0253132e-11), fma(-k, vec4<f32>(0.0019353072), fma(-k, vec4<f32>(6.28125), x)));
 }
 
+// Whether x is finite, or a NaN, read from its bits: comparisons with NaN, min, max and clamp
+// may be compiled as though no NaN existed.
+fn is_finite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7f800000u) != 0x7f800000u; }
+fn is_nan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
+
 // tanh that stays finite for large inputs on every driver.
 fn safe_tanh(x: f32) -> f32 { return tanh(clamp(x, -15.0, 15.0)); }
 fn gelu_tanh(x: f32) -> f32 { return 0.5 * x * (1.0 + safe_tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); }
