@@ -27,7 +27,7 @@ std::string LastLine(const std::string& s) {
 TEST(BenchSweep, ReportsEveryKAndMatchesPlainGreedy) {
   const std::string prompts = test::MakeTempDir() + "/prompts.txt";
   test::WriteFile(prompts, "\nWhat should Congress do this year?\n\n");
-  CliRun r = Cli("bench" + Pair() + " --draft-tokens-sweep 1-2 --decode-tokens 8 --prompts " + prompts + " --json");
+  CliRun r = Cli("bench" + Pair() + " --draft-tokens-sweep 1-2 --decode-tokens 8 --threads 1 --prompts " + prompts + " --json");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(LastLine(r.out));
   EXPECT_EQ(j["prompts"], nlohmann::json::array({"What should Congress do this year?"}));
@@ -62,7 +62,7 @@ TEST(BenchSweep, ReportsEveryKAndMatchesPlainGreedy) {
     EXPECT_EQ(drafted, row["drafted"].get<int>());
   }
   // The table: a header and a line per row.
-  r = Cli("bench" + Pair() + " --draft-tokens-sweep 1 --decode-tokens 4 --prompts " + prompts);
+  r = Cli("bench" + Pair() + " --draft-tokens-sweep 1 --decode-tokens 4 --threads 1 --prompts " + prompts);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("acceptance by position"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1  fixed"), std::string::npos) << r.out;
