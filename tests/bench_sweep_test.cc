@@ -17,19 +17,12 @@ std::string Pair() {
   return " --model " + dir + " --assistant " + dir + "/assistant";
 }
 
-std::string LastLine(const std::string& s) {
-  std::string t = s;
-  while (!t.empty() && t.back() == '\n') t.pop_back();
-  const auto nl = t.rfind('\n');
-  return nl == std::string::npos ? t : t.substr(nl + 1);
-}
-
 TEST(BenchSweep, ReportsEveryKAndMatchesPlainGreedy) {
   const std::string prompts = test::MakeTempDir() + "/prompts.txt";
   test::WriteFile(prompts, "\nWhat should Congress do this year?\n\n");
   CliRun r = Cli("bench" + Pair() + " --draft-tokens-sweep 1-2 --decode-tokens 8 --threads 1 --prompts " + prompts + " --json");
   ASSERT_EQ(r.code, 0) << r.out;
-  const auto j = nlohmann::json::parse(LastLine(r.out));
+  const auto j = nlohmann::json::parse(r.out);  // --json: the object alone
   EXPECT_EQ(j["prompts"], nlohmann::json::array({"What should Congress do this year?"}));
   EXPECT_EQ(j["new_tokens"], 8);
   ASSERT_EQ(j["rows"].size(), 3u);  // K=1 fixed, K=2 fixed, K=2 adaptive
