@@ -1,9 +1,11 @@
 // gemma4 bench --draft-tokens-sweep on the trained demo pair, small: every K's row with its
-// fields, the speculative tokens equal to the plain ones, and clear errors for its flags.
+// fields, the speculative tokens equal to the plain ones, and clear errors for its flags; and the
+// engine's per-request draft count the sweep runs on.
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "session/engine.h"
 #include "tests/test_util.h"
 
 namespace g4 {
@@ -87,6 +89,43 @@ TEST(BenchSweep, FlagErrorsNameTheFlag) {
   r = Cli("bench" + m + " --draft-tokens-sweep 1-2 --prompts " + empty);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("--prompts holds no prompt"), std::string::npos) << r.out;
+}
+
+// One load (K = 2) serves requests of fewer drafts a round, never more.
+TEST(BenchSweep, EngineRequestsAtMostTheLoadsDrafts) {
+  const std::string dir = test::TestData("models/demo");
+  EngineOptions o;
+  o.target = dir;
+  o.assistant = dir + "/assistant";
+  o.draft_tokens = 2;
+  auto e = Engine::Open(o);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  Engine& engine = **e;
+  Status s = engine.Reserve(64, [](const BackendNeeds&) -> Result<std::unique_ptr<Backend>> { return MakeCpuBackend(1); });
+  if (s.ok()) s = engine.Load();
+  ASSERT_TRUE(s.ok()) << s.message();
+  auto prompt = engine.PromptFromText("What should Congress do this year?", true);
+  ASSERT_TRUE(prompt.ok()) << prompt.status().message();
+  EngineRequest r;
+  r.prompt = *prompt;
+  r.max_tokens = 8;
+  r.temperature = 0.0;
+  r.speculative = true;
+  r.draft_policy = DraftPolicyKind::kFixed;
+  for (int k : {1, 2}) {
+    r.draft_tokens = k;
+    auto a = engine.Generate(r);
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    EXPECT_EQ(a->result.stats.rounds_per_k.size(), static_cast<size_t>(k + 1));
+    EXPECT_GT(a->result.stats.rounds_per_k[k], 0);
+  }
+  for (int k : {0, 3}) {
+    r.draft_tokens = k;
+    auto a = engine.Generate(r);
+    ASSERT_FALSE(a.ok()) << k;
+    EXPECT_NE(a.status().message().find("draft_tokens must be an integer in [1, 2]"), std::string::npos)
+        << a.status().message();
+  }
 }
 
 }  // namespace
