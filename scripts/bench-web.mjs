@@ -7,6 +7,12 @@
 //   node scripts/bench-web.mjs [--dist DIR] [--model DIR] [--assistant DIR] [--tokenizer FILE]
 //                              [--prompt TEXT] [--tokens N] [--backend webgpu|cpu] [--sample] [--json]
 // --sample adds sampled decoding (temperature 1): top-k 64 (picked on the GPU) and whole rows.
+//   node scripts/bench-web.mjs --sweep [--draft-tokens-sweep A-B] [--prompts FILE] [--tokens N] [--backend webgpu|cpu]
+//                              [--dist DIR] [--model DIR] [--assistant DIR] [--tokenizer FILE] [--json]
+// --sweep measures speculative decoding end to end through the mtp build, as `gemma4 bench
+// --draft-tokens-sweep` does (docs/CLI.md): a fixed set of chat prompts, greedy, N new tokens each
+// (64 by default), decoded plain and with the assistant for each K in A..B (1-4 by default) under
+// the fixed draft policy, then under the adaptive one at K = B; by default on the demo pair.
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BUILDS, ROOT, verifyManifest } from './manifest.mjs';
@@ -17,14 +23,35 @@ const opt = (name, fallback) => {
   return i >= 0 ? args[i + 1] : fallback;
 };
 const dist = opt('dist', join(ROOT, 'dist'));
-const model = opt('model', join(ROOT, 'testdata/models/e2b_mini'));
-const assistant = opt('assistant', join(model, 'assistant_centroid'));
-const tokenizer = opt('tokenizer', args.includes('--model') ? undefined : join(ROOT, 'testdata/tokenizers/mini/tokenizer.json'));
+const sweep = args.includes('--sweep') || args.includes('--draft-tokens-sweep');
+const model = opt('model', join(ROOT, sweep ? 'testdata/models/demo' : 'testdata/models/e2b_mini'));
+const assistant = opt('assistant', join(model, sweep ? 'assistant' : 'assistant_centroid'));
+const tokenizer = opt('tokenizer', args.includes('--model') || sweep ? undefined : join(ROOT, 'testdata/tokenizers/mini/tokenizer.json'));
 const prompt = opt('prompt', 'Tell me a story about a cat.');
-const tokens = Number(opt('tokens', 32));
+const tokens = Number(opt('tokens', sweep ? 64 : 32));
 const backend = opt('backend', 'webgpu');
 
 const verdict = verifyManifest(dist);
+if (sweep) {
+  const mtp = BUILDS.find((b) => b.mtp && !b.profile);
+  if (verdict.builds[mtp.name] !== 'ok') {
+    console.error(`bench-web: the ${mtp.name} build is ${verdict.builds[mtp.name]} (scripts/build-web.sh)`);
+    process.exit(1);
+  }
+  const { runSweep, printSweep } = await import('./bench-sweep.mjs');
+  const mod = await import(pathToFileURL(join(dist, `${mtp.file}.mjs`)).href);
+  const factory = Object.values(mod).find((f) => typeof f === 'function');
+  let result;
+  try {
+    result = await runSweep(factory, { backend, model, assistant, tokenizer, tokens,
+                                       range: opt('draft-tokens-sweep', '1-4'), promptsFile: opt('prompts') });
+  } catch (e) {
+    console.error(`bench-web: ${e.message}`);
+    process.exit(1);
+  }
+  console.log(args.includes('--json') ? JSON.stringify(result) : printSweep(result));
+  process.exit(0);
+}
 const report = [];
 for (const b of BUILDS) {
   const state = verdict.builds[b.name];

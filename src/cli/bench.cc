@@ -292,11 +292,14 @@ Status BenchDecodeWithAssistant(Engine& engine, const EngineRequest& plain, doub
 
 int RunBench(const std::vector<std::string>& argv) {
   auto parsed = Args::Parse(argv, {"model", "assistant", "draft-tokens", "prompt-tokens", "decode-tokens", "threads",
-                                   "bandwidth-mib", "backend", "decode-ahead"},
-                            {});
+                                   "bandwidth-mib", "backend", "decode-ahead", "draft-tokens-sweep", "prompts", "tokenizer"},
+                            {"json"});
   if (!parsed.ok()) return Fail(parsed.status());
   const Args& a = *parsed;
   if (!a.Has("model")) return Fail(InvalidArgument("bench: --model DIR is required (make one with gemma4 synth)"));
+  for (const char* flag : {"draft-tokens-sweep", "prompts", "tokenizer", "json"}) {
+    if (a.Has(flag)) return RunBenchSweep(a);  // the end-to-end sweep (bench_sweep.cc)
+  }
   auto options = EngineOptionsFor(a, "bench");
   if (!options.ok()) return Fail(options.status());
   auto prompt_tokens = a.GetInt("prompt-tokens", 64, 1, 1 << 16);

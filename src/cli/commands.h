@@ -22,6 +22,8 @@ Result<EngineOptions> EngineOptionsFor(const Args& a, const std::string& command
 int RunGenerate(const std::vector<std::string>& args);
 int RunInspect(const std::vector<std::string>& args);
 int RunBench(const std::vector<std::string>& args);
+// bench --draft-tokens-sweep A-B: speculative decoding against plain, end to end, for K = A..B.
+int RunBenchSweep(const Args& a);
 int RunSynth(const std::vector<std::string>& args);
 int RunExport(const std::vector<std::string>& args);
 int RunAccuracy(const std::vector<std::string>& args);

@@ -19,6 +19,8 @@ const char kUsage[] =
     "           default; each assistant layer's target layer and KV heads; --model an assistant alone works too)\n"
     "  bench    --model DIR [--assistant DIR [--draft-tokens K]] [--prompt-tokens N] [--decode-tokens N]\n"
     "           [--threads N] [--bandwidth-mib N] [--decode-ahead N]\n"
+    "  bench    --model DIR --assistant DIR --draft-tokens-sweep A-B [--prompts FILE] [--decode-tokens N]\n"
+    "           [--tokenizer FILE] [--threads N] [--json]   (MTP against plain decoding, end to end, K = A..B)\n"
     "  synth    --shape SHAPE --out NEW_DIR [--layers N] [--seed S]   (random weights of a real shape: e2b, e4b,\n"
     "           31b, 26b-a4b and each with -assistant; --layers cuts a target to N layers, a multiple of its\n"
     "           pattern, or gives an assistant N layers; absent: the real depth)\n"

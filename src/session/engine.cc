@@ -163,7 +163,12 @@ Result<EngineAnswer> Engine::Generate(const EngineRequest& request, const Engine
   };
   opt.interrupted = [&] { return stop_asked || (callbacks.interrupted && callbacks.interrupted()); };
   opt.on_round = callbacks.on_round;
-  const SpeculativeOptions drafting{draft_tokens_, request.draft_policy.value_or(draft_policy_)};
+  const int draft_tokens = request.draft_tokens.value_or(draft_tokens_);
+  if (draft_tokens < 1 || draft_tokens > draft_tokens_) {
+    return InvalidArgument("draft_tokens must be an integer in [1, " + std::to_string(draft_tokens_) +
+                           "] (the load's draft_tokens), not " + std::to_string(draft_tokens));
+  }
+  const SpeculativeOptions drafting{draft_tokens, request.draft_policy.value_or(draft_policy_)};
   Result<GenerationResult> r = speculative ? GenerateSpeculative(*model_, *assistant_, prompt, opt, drafting, on_token)
                                            : g4::Generate(*model_, prompt, opt, on_token);
   if (!r.ok()) return r.status();

@@ -72,6 +72,9 @@ struct EngineRequest {
   std::optional<uint64_t> seed;
   std::optional<bool> speculative;
   std::optional<DraftPolicyKind> draft_policy;  // unset: EngineOptions::draft_policy
+  // Drafts per round, at most; unset: EngineOptions::draft_tokens, which also bounds it (the cache
+  // is sized for a last round of that many drafts).
+  std::optional<int> draft_tokens;
   int top_logits = 0;
   std::vector<int> stop_ids;  // empty: the model's eos ids
   int decode_ahead = -1;      // GenerateOptions::decode_ahead
