@@ -209,6 +209,23 @@ void RunOther(Backend& gpu, Backend& cpu) {
     r.insert(r.end(), o.begin(), o.end());
     return r;
   });
+  // The experts alone at the model's ratios (hidden = 4 x width, many experts, several chosen),
+  // each row's experts set apart so that a mix-up of rows, slots or experts shows.
+  for (DType dt : {DType::kBF16, DType::kF32}) {
+    Case(std::string("moe_experts_wide_") + DTypeName(dt), gpu, cpu, 1e-10, [&](Side& s) {
+      const int rows = 3, hid = 256, ne = 16, k = 4, width = 64;
+      std::vector<float> ids(rows * k);
+      for (int r = 0; r < rows; ++r) {
+        for (int j = 0; j < k; ++j) ids[r * k + j] = static_cast<float>((r * 7 + j * 5 + 3) % ne);
+      }
+      F32 x = s.Floats(Random(rows * hid, 2.0f)), idx = s.Floats(ids), wts = s.Floats(Random(rows * k)),
+          out = s.Floats(std::vector<float>(rows * hid));
+      Weight gu = s.MakeWeight(Random(ne * 2 * width * hid, 0.3f), ne, 2 * width, hid, dt);
+      Weight down = s.MakeWeight(Random(ne * hid * width, 0.3f), ne, hid, width, dt);
+      s.be->MoeExperts(out, x, gu, down, idx, wts, MoeShape{rows, hid, ne, k, width});
+      return s.Read(out, rows * hid);
+    });
+  }
   for (DType dt : {DType::kQ8, DType::kQ4}) {
     const std::string q = DTypeName(dt);
     Case("moe_route_and_experts_" + q, gpu, cpu, 1e-10, [&](Side& s) {
