@@ -80,8 +80,8 @@ class CountingBackend final : public Backend {
   void MoeRoute(F32 i, F32 w, F32 x, const Weight& s, const Weight& p, const Weight& e, const MoeShape& m, float eps) override {
     inner_->MoeRoute(In(i), In(w), In(x), In(s), In(p), In(e), m, eps);
   }
-  void MoeExperts(F32 o, F32 x, const Weight& gu, const Weight& d, F32 i, F32 w, const MoeShape& m) override {
-    inner_->MoeExperts(In(o), In(x), In(gu), In(d), In(i), In(w), m);
+  void MoeExperts(F32 o, F32 h, F32 x, const Weight& gu, const Weight& d, F32 i, F32 w, const MoeShape& m) override {
+    inner_->MoeExperts(In(o), In(h), In(x), In(gu), In(d), In(i), In(w), m);
   }
 
   int fail_after_ = -1;

@@ -203,11 +203,14 @@ TEST_F(OpsTest, ExpertsCombineWeightedOutputs) {
   // hidden 1, width 1, two experts: expert e: gate g_e, up u_e, down d_e.
   Weight gate_up = MakeWeight({1.0f, 2.0f, /*e1*/ 0.5f, 4.0f}, 2, 1, DType::kF32, 2);
   Weight down = MakeWeight({3.0f, /*e1*/ -1.0f}, 1, 1, DType::kF32, 2);
-  F32 x = Floats({2.0f}), idx = Floats({1, 0}), w = Floats({0.25f, 0.75f}), out = Floats({0});
-  be_->MoeExperts(out, x, gate_up, down, idx, w, MoeShape{1, 1, 2, 2, 1});
-  const double e0 = cpu::GeluTanh(2.0f) * 4.0 * 3.0;         // gate 1*2, up 2*2, down 3
-  const double e1 = cpu::GeluTanh(1.0f) * 8.0 * -1.0;        // gate 0.5*2, up 4*2, down -1
-  EXPECT_NEAR(Read(out, 1)[0], 0.25 * e1 + 0.75 * e0, 1e-5);
+  F32 x = Floats({2.0f}), idx = Floats({1, 0}), w = Floats({0.25f, 0.75f}), out = Floats({0}), h = Floats({0, 0});
+  be_->MoeExperts(out, h, x, gate_up, down, idx, w, MoeShape{1, 1, 2, 2, 1});
+  const double h0 = cpu::GeluTanh(2.0f) * 4.0;  // gate 1*2, up 2*2
+  const double h1 = cpu::GeluTanh(1.0f) * 8.0;  // gate 0.5*2, up 4*2
+  EXPECT_NEAR(Read(out, 1)[0], 0.25 * h1 * -1.0 + 0.75 * h0 * 3.0, 1e-5);  // down -1 and 3
+  const auto acts = Read(h, 2);  // the activations, in the order of the row's experts
+  EXPECT_NEAR(acts[0], h1, 1e-5);
+  EXPECT_NEAR(acts[1], h0, 1e-5);
 }
 
 TEST_F(OpsTest, EmbedScalesStoredRows) {

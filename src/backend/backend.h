@@ -212,10 +212,11 @@ class Backend {
   // times per_expert_scale. x: (rows, hidden); indices, weights: (rows, top_k), indices as floats.
   virtual void MoeRoute(F32 indices, F32 weights, F32 x, const Weight& scale, const Weight& proj,
                         const Weight& per_expert_scale, const MoeShape& shape, float eps) = 0;
-  // out[r] = sum_j weights[r, j] * down_e(gelu(gate_e x) * up_e x), e = indices[r, j];
-  // gate_up: (experts, 2 * width, hidden), gate rows first; down: (experts, hidden, width).
-  virtual void MoeExperts(F32 out, F32 x, const Weight& gate_up, const Weight& down, F32 indices, F32 weights,
-                          const MoeShape& shape) = 0;
+  // out[r] = sum_j weights[r, j] * down_e(h[r, j]), h[r, j] = gelu(gate_e x[r]) * up_e x[r],
+  // e = indices[r, j]; gate_up: (experts, 2 * width, hidden), gate rows first; down: (experts,
+  // hidden, width). act_scratch: (rows, top_k, width), overwritten with h.
+  virtual void MoeExperts(F32 out, F32 act_scratch, F32 x, const Weight& gate_up, const Weight& down, F32 indices,
+                          F32 weights, const MoeShape& shape) = 0;
 
   // --- ops on token ids the backend holds (a speculative round's tokens stay on the device) ---
   // Ids and indices are floats holding integers (exact below 2^24), as Argmax writes them.

@@ -261,7 +261,7 @@ Status Assistant::Trunk(F32 state_in, int64_t position, const KvCache& cache) {
   be.Copy(in2.At(hb), state_in, hb);
   be.MatMul(S(kX), in2, pre_projection_, 1);
 
-  const LayerBuffers bufs{S(kH), S(kO), S(kF), S(kQ), S(kAttn), S(kGate), S(kUp), F32{}, F32{}, F32{}};
+  const LayerBuffers bufs{S(kH), S(kO), S(kF), S(kQ), S(kAttn), S(kGate), S(kUp), F32{}, F32{}, F32{}, F32{}};
   Residual res{S(kX), S(kX2), {}};
   const int64_t positions[1] = {position};
   for (int i = 0; i < c.num_layers; ++i) {

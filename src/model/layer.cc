@@ -66,7 +66,7 @@ void RunLayer(Backend& be, const ModelConfig& c, int i, const LayerWeights& lw, 
     be.RmsNorm(b.o, b.o, lw.post_ff_norm_1, n, H, c.rms_eps);
     be.MoeRoute(idx, wts, res.x, lw.router_scale, lw.router_proj, lw.per_expert_scale, ms, c.rms_eps);
     be.RmsNorm(b.h, res.x, lw.pre_ff_norm_2, n, H, c.rms_eps);
-    be.MoeExperts(b.f, b.h, lw.experts_gate_up, lw.experts_down, idx, wts, ms);
+    be.MoeExperts(b.f, b.moe_act, b.h, lw.experts_gate_up, lw.experts_down, idx, wts, ms);
     be.RmsNorm(b.f, b.f, lw.post_ff_norm_2, n, H, c.rms_eps);
     be.Add(b.o, b.o, b.f, nh);
   }

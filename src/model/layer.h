@@ -23,6 +23,7 @@ struct LayerBuffers {
   F32 ple;       // (rows, layers * ple_dim) per-layer inputs, when the model has them
   F32 ple_gate;  // (rows, ple_dim)
   F32 route;     // (rows, 2 * top_k) expert indices, then weights
+  F32 moe_act;   // (rows, top_k, moe_intermediate) the chosen experts' activations
 };
 
 // The residual stream, in two buffers: a block's output joins it in the op that reads the stream

@@ -25,6 +25,7 @@ enum ScratchSlot {
   kLogits,   // (min(rows, kLogitRows), vocab); more rows of logits get a buffer of their own
   kIds,      // (max(rows, 2 x kMaxTopKValues)) argmax token ids, or the top-k ids and logits
   kX2,       // (rows, hidden) the residual stream's second buffer
+  kMoeAct,   // (rows, top_k, moe_intermediate) the chosen experts' activations
   kNumSlots
 };
 
@@ -113,7 +114,8 @@ std::vector<size_t> Model::ScratchFloats(const ModelConfig& c, int rows) {
   return {n * c.hidden, n * c.hidden, n * c.hidden, n * c.hidden, n * max_q, n * max_q, n * max_inter, n * max_inter,
           std::max<size_t>(1, n * pl), std::max<size_t>(1, n * pl), std::max<size_t>(1, n * c.ple_dim),
           std::max<size_t>(1, n * 2 * c.top_k_experts), std::min<size_t>(n, kLogitRows) * c.vocab,
-          std::max<size_t>(n, 2 * Backend::kMaxTopKValues), n * c.hidden};
+          std::max<size_t>(n, 2 * Backend::kMaxTopKValues), n * c.hidden,
+          std::max<size_t>(1, n * c.top_k_experts * c.moe_intermediate)};
 }
 
 Model::MemoryEstimate Model::EstimateMemory(int64_t positions) const {
@@ -260,7 +262,8 @@ Status Model::Run(std::span<const int32_t> tokens, KvCache& cache, F32 device_id
   const int H = c.hidden;
   const F32 x = Scratch(kX), h = Scratch(kH), o = Scratch(kO), f = Scratch(kF), q = Scratch(kQ),
             attn = Scratch(kAttn), gate = Scratch(kGate), up = Scratch(kUp), ple = Scratch(kPle),
-            ple_tok = Scratch(kPleTok), ple_gate = Scratch(kPleGate), route = Scratch(kRoute);
+            ple_tok = Scratch(kPleTok), ple_gate = Scratch(kPleGate), route = Scratch(kRoute),
+            moe_act = Scratch(kMoeAct);
   std::vector<int64_t> positions(n);
   for (int r = 0; r < n; ++r) positions[r] = start + r;
 
@@ -284,7 +287,7 @@ Status Model::Run(std::span<const int32_t> tokens, KvCache& cache, F32 device_id
                     n * c.num_layers, c.ple_dim);
   }
 
-  const LayerBuffers bufs{h, o, f, q, attn, gate, up, ple_tok, ple_gate, route};
+  const LayerBuffers bufs{h, o, f, q, attn, gate, up, ple_tok, ple_gate, route, moe_act};
   Residual res{x, Scratch(kX2), {}};
   for (int i = 0; i < c.num_layers; ++i) {
     const LayerConfig& l = c.layers[i];

@@ -230,12 +230,34 @@ void RunOther(Backend& gpu, Backend& cpu) {
     Weight down = s.MakeWeight(Random(ne * hid * width, 0.3f), ne, hid, width, DType::kF16);
     const MoeShape ms{rows, hid, ne, k, width};
     s.be->MoeRoute(idx, wts, x, scale, proj, pes, ms, 1e-6f);
-    s.be->MoeExperts(out, x, gu, down, idx, wts, ms);
+    F32 act = s.Floats(std::vector<float>(rows * k * width));
+    s.be->MoeExperts(out, act, x, gu, down, idx, wts, ms);
     auto r = s.Read(idx, rows * k), w = s.Read(wts, rows * k), o = s.Read(out, rows * hid);
     r.insert(r.end(), w.begin(), w.end());
     r.insert(r.end(), o.begin(), o.end());
     return r;
   });
+  // The experts alone at the model's ratio (hidden = 4 x width), rows long enough that each lane
+  // of a team takes octs in pairs and one more (the model's width: 88 octs), each row's experts set
+  // apart so that a mix-up of rows, slots or experts shows.
+  for (DType dt : {DType::kBF16, DType::kF32}) {
+    Case(std::string("moe_experts_wide_") + DTypeName(dt), gpu, cpu, 1e-10, [&](Side& s) {
+      const int rows = 3, hid = 1088, ne = 8, k = 4, width = 272;
+      std::vector<float> ids(rows * k);
+      for (int r = 0; r < rows; ++r) {
+        for (int j = 0; j < k; ++j) ids[r * k + j] = static_cast<float>((r * 7 + j * 5 + 3) % ne);
+      }
+      F32 x = s.Floats(Random(rows * hid, 2.0f)), idx = s.Floats(ids), wts = s.Floats(Random(rows * k)),
+          out = s.Floats(std::vector<float>(rows * hid));
+      Weight gu = s.MakeWeight(Random(ne * 2 * width * hid, 0.3f), ne, 2 * width, hid, dt);
+      Weight down = s.MakeWeight(Random(ne * hid * width, 0.3f), ne, hid, width, dt);
+      F32 act = s.Floats(std::vector<float>(rows * k * width));
+      s.be->MoeExperts(out, act, x, gu, down, idx, wts, MoeShape{rows, hid, ne, k, width});
+      auto o = s.Read(out, rows * hid);
+      Append(o, s.Read(act, rows * k * width));
+      return o;
+    });
+  }
   for (DType dt : {DType::kQ8, DType::kQ4}) {
     const std::string q = DTypeName(dt);
     Case("moe_route_and_experts_" + q, gpu, cpu, 1e-10, [&](Side& s) {
@@ -249,7 +271,8 @@ void RunOther(Backend& gpu, Backend& cpu) {
       Weight down = s.MakeQuantized(Random(ne * hid * width, 0.3f), ne, hid, width, dt);
       const MoeShape ms{rows, hid, ne, k, width};
       s.be->MoeRoute(idx, wts, x, scale, proj, pes, ms, 1e-6f);
-      s.be->MoeExperts(out, x, gu, down, idx, wts, ms);
+      F32 act = s.Floats(std::vector<float>(rows * k * width));
+      s.be->MoeExperts(out, act, x, gu, down, idx, wts, ms);
       auto r = s.Read(idx, rows * k), w = s.Read(wts, rows * k), o = s.Read(out, rows * hid);
       r.insert(r.end(), w.begin(), w.end());
       r.insert(r.end(), o.begin(), o.end());

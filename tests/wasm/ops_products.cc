@@ -221,6 +221,19 @@ void RunSplitProducts(Backend& split, Backend& cpu) {
       return r;
     });
   }
+  // The experts with gate_up over three bindings and down over two: each pass binds its weight
+  // alone, as W1 and the chunks after it.
+  Case("split_moe_experts_BF16", split, cpu, 1e-10, [&](Side& s) {
+    const int rows = 2, hid = 32, ne = 3, k = 2, width = 8;
+    F32 x = s.Floats(Random(rows * hid, 2.0f)), idx = s.Floats({2.0f, 0.0f, 1.0f, 2.0f}), wts = s.Floats(Random(rows * k));
+    F32 out = s.Floats(std::vector<float>(rows * hid)), act = s.Floats(std::vector<float>(rows * k * width));
+    Weight gu = s.MakeWeight(Random(ne * 2 * width * hid, 0.3f), ne, 2 * width, hid, DType::kBF16);
+    Weight down = s.MakeWeight(Random(ne * hid * width, 0.3f), ne, hid, width, DType::kBF16);
+    s.be->MoeExperts(out, act, x, gu, down, idx, wts, MoeShape{rows, hid, ne, k, width});
+    std::vector<float> r = s.Read(out, rows * hid);
+    Append(r, s.Read(act, rows * k * width));
+    return r;
+  });
 }
 
 }  // namespace g4::ops

@@ -418,21 +418,22 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void MoeExperts(F32 out, F32 x, const Weight& gate_up, const Weight& down, F32 indices, F32 weights,
-                  const MoeShape& s) override {
+  void MoeExperts(F32 out, F32 act_scratch, F32 x, const Weight& gate_up, const Weight& down, F32 indices,
+                  F32 weights, const MoeShape& s) override {
     const float *xp = Ptr(x), *ip = Ptr(indices), *wp = Ptr(weights);
-    float* op = Ptr(out);
+    float *op = Ptr(out), *hp = Ptr(act_scratch);
     const int width = s.expert_width;
-    std::vector<float> gu(2 * width), act(width), y(s.hidden);
+    std::vector<float> gu(2 * width), y(s.hidden);
     for (int row = 0; row < s.rows; ++row) {
       float* orow = op + static_cast<size_t>(row) * s.hidden;
       std::fill(orow, orow + s.hidden, 0.0f);
       for (int j = 0; j < s.top_k; ++j) {
         const int e = static_cast<int>(ip[row * s.top_k + j]);
+        float* act = hp + (static_cast<size_t>(row) * s.top_k + j) * width;
         cpu::MatMul(xp + static_cast<size_t>(row) * s.hidden, 1, s.hidden, WeightData(gate_up, e), gate_up.dtype,
                     2 * width, s.hidden, gu.data(), 2 * width);
         for (int i = 0; i < width; ++i) act[i] = cpu::GeluTanh(gu[i]) * gu[width + i];
-        cpu::MatMul(act.data(), 1, width, WeightData(down, e), down.dtype, s.hidden, width, y.data(), s.hidden);
+        cpu::MatMul(act, 1, width, WeightData(down, e), down.dtype, s.hidden, width, y.data(), s.hidden);
         const float w = wp[row * s.top_k + j];
         for (int i = 0; i < s.hidden; ++i) orow[i] += w * y[i];
       }

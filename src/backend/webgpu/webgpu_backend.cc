@@ -348,12 +348,23 @@ void WebGpuBackend::MoeRoute(F32 indices, F32 weights, F32 x, const Weight& scal
                              s.rows, {&scale, &proj, &per_expert_scale});
 }
 
-void WebGpuBackend::MoeExperts(F32 out, F32 x, const Weight& gate_up, const Weight& down, F32 indices, F32 weights,
-                               const MoeShape& s) {
-  RunThreads<wgsl::MoeExperts>({}, {At(out), At(x), At(indices), At(weights), static_cast<uint32_t>(s.rows),
-                                    static_cast<uint32_t>(s.hidden), static_cast<uint32_t>(s.top_k),
-                                    static_cast<uint32_t>(s.expert_width)},
-                               static_cast<uint64_t>(s.rows) * s.hidden, {&gate_up, &down});
+void WebGpuBackend::MoeExperts(F32 out, F32 act_scratch, F32 x, const Weight& gate_up, const Weight& down,
+                               F32 indices, F32 weights, const MoeShape& s) {
+  // Two passes, a team of 32 threads an output (eight a workgroup), each with one weight in W1
+  // (which may then span bindings): the activations h, then the down projections' weighted sum.
+  wgsl::MoeExpertsParams p{At(act_scratch), At(x), At(indices), At(weights), static_cast<uint32_t>(s.rows),
+                           static_cast<uint32_t>(s.hidden), static_cast<uint32_t>(s.top_k),
+                           static_cast<uint32_t>(s.expert_width)};
+  wgsl::MoeExpertsVariant v;
+  v.up = true;
+  v.vec = s.hidden % 8 == 0 && At(x) % 4 == 0;
+  const uint64_t acts = static_cast<uint64_t>(s.rows) * s.top_k * s.expert_width;
+  Run<wgsl::MoeExperts>(v, p, (acts + 7) / 8, {&gate_up});
+  p.dst = At(out);
+  p.x = At(act_scratch);
+  v.up = false;
+  v.vec = s.expert_width % 8 == 0 && At(act_scratch) % 4 == 0;
+  Run<wgsl::MoeExperts>(v, p, (static_cast<uint64_t>(s.rows) * s.hidden + 7) / 8, {&down});
 }
 
 }  // namespace webgpu

@@ -67,8 +67,8 @@ class WebGpuBackend final : public Backend {
   void AcceptDrafts(F32 result, F32 drafts, F32 target, int k) override;
   void MoeRoute(F32 indices, F32 weights, F32 x, const Weight& scale, const Weight& proj,
                 const Weight& per_expert_scale, const MoeShape& shape, float eps) override;
-  void MoeExperts(F32 out, F32 x, const Weight& gate_up, const Weight& down, F32 indices, F32 weights,
-                  const MoeShape& shape) override;
+  void MoeExperts(F32 out, F32 act_scratch, F32 x, const Weight& gate_up, const Weight& down, F32 indices,
+                  F32 weights, const MoeShape& shape) override;
 
   // --- matrix products (products.cc)
   void MatMul(F32 out, F32 in, const Weight& w, int rows) override;
