@@ -132,7 +132,10 @@ int RunGenerate(const std::vector<std::string>& argv) {
     return true;
   };
   auto answer = e.Generate(request, callbacks);
-  if (text_out) std::printf("\n");
+  if (text_out) {
+    std::printf("\n");
+    std::fflush(stdout);  // the text ends before the figures on stderr, whatever stdout is
+  }
   if (!answer.ok()) return Fail(answer.status().WithContext("generate"));
   const GenerationResult& result = answer->result;
   const GenerationStats& st = result.stats;

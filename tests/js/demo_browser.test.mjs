@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { root } from './cli.mjs';
 import { launchBrowser, serve, closeServer } from './browser.mjs';
 import { catalogue } from '../../scripts/serve.mjs';
+import { mb as pageMb } from '../../web/demo/render.mjs';
 
 const PROMPT = 'Hello there, how are you?';
 const N = 12;
@@ -109,7 +110,7 @@ test('the demo page chats with the bundled model in headless Chromium', { timeou
     page.on('pageerror', (e) => errors.push(e.message));
 
     await t.test('the model list offers the bundled models with their download sizes', async () => {
-      const mb = (files) => `${(files.reduce((n, f) => n + statSync(join(root, f)).size, 0) / 1e6).toFixed(1)} MB`;
+      const mb = (files) => pageMb(files.reduce((n, f) => n + statSync(join(root, f)).size, 0));
       const first = page.locator('#models .model').first();
       assert.equal(await first.getAttribute('data-id'), 'demo', 'the trained pair comes first');
       assert.equal(await first.locator('.size').textContent(), mb(DEMO));
