@@ -267,7 +267,8 @@ TEST(AssistantLoad, BadTokenOrderingIsNamed) {
 
 // Speculative sampling must keep the target's distribution. The second generated token's
 // distribution is computed exactly from the target (sum over the first token), then compared with
-// many seeded speculative runs; a biased acceptance rule fails this test.
+// many seeded speculative runs, under each rule for sampled drafts; a biased acceptance rule fails
+// this test.
 TEST(SpeculativeSampling, FollowsTheTargetDistribution) {
   auto be = MakeCpuBackend();
   auto target = Model::Load(test::TestData("models/dense"), *be);
@@ -294,46 +295,52 @@ TEST(SpeculativeSampling, FollowsTheTargetDistribution) {
     const auto d = next_dist(seq);
     for (int t = 0; t < V; ++t) p2[t] += p1[t1] * d[t];
   }
-  const int runs = 20000;
-  std::vector<int> counts(V, 0);
-  GenerateOptions o;
-  o.max_new_tokens = 3;
-  o.stop_ids = {-1};
-  o.sampler = so;
-  int accepted = 0, drafted = 0;
-  for (int s = 0; s < runs; ++s) {
-    o.sampler.seed = 1000 + s;
-    auto r = GenerateSpeculative(**target, **assistant, prompt, o, 2);
-    ASSERT_TRUE(r.ok()) << r.status().message();
-    counts[r->tokens[1]]++;
-    accepted += r->stats.accepted;
-    drafted += r->stats.drafted;
-  }
-  // Chi-square over the tokens with enough expected mass; the rest pooled.
-  double chi2 = 0.0, pooled_e = 0.0, pooled_o = 0.0;
-  int bins = 0;
-  for (int t = 0; t < V; ++t) {
-    const double e = p2[t] * runs;
-    if (e >= 10.0) {
-      chi2 += (counts[t] - e) * (counts[t] - e) / e;
-      ++bins;
-    } else {
-      pooled_e += e;
-      pooled_o += counts[t];
+  // Both rules for sampled drafts: the repeatable one (a draft accepted when it is the target's
+  // own draw) and the classic one (accepted with probability min(1, p/q)).
+  for (bool repeatable : {true, false}) {
+    SCOPED_TRACE(repeatable ? "repeatable" : "classic");
+    const int runs = 10000;
+    std::vector<int> counts(V, 0);
+    GenerateOptions o;
+    o.max_new_tokens = 3;
+    o.stop_ids = {-1};
+    o.sampler = so;
+    o.sampler.repeatable = repeatable;
+    int accepted = 0, drafted = 0;
+    for (int s = 0; s < runs; ++s) {
+      o.sampler.seed = 1000 + s;
+      auto r = GenerateSpeculative(**target, **assistant, prompt, o, 2);
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      counts[r->tokens[1]]++;
+      accepted += r->stats.accepted;
+      drafted += r->stats.drafted;
     }
+    // Chi-square over the tokens with enough expected mass; the rest pooled.
+    double chi2 = 0.0, pooled_e = 0.0, pooled_o = 0.0;
+    int bins = 0;
+    for (int t = 0; t < V; ++t) {
+      const double e = p2[t] * runs;
+      if (e >= 10.0) {
+        chi2 += (counts[t] - e) * (counts[t] - e) / e;
+        ++bins;
+      } else {
+        pooled_e += e;
+        pooled_o += counts[t];
+      }
+    }
+    if (pooled_e > 0) {
+      chi2 += (pooled_o - pooled_e) * (pooled_o - pooled_e) / pooled_e;
+      ++bins;
+    }
+    ASSERT_GE(bins, 4) << "the distribution is too peaked to test";
+    // 99.99th percentile of chi-square with (bins - 1) degrees of freedom, Wilson-Hilferty.
+    const double df = bins - 1, z = 3.719;
+    const double limit = df * std::pow(1.0 - 2.0 / (9.0 * df) + z * std::sqrt(2.0 / (9.0 * df)), 3.0);
+    EXPECT_LT(chi2, limit) << bins << " bins";
+    // The drafts took part: some accepted, some rejected.
+    EXPECT_GT(accepted, drafted / 40);
+    EXPECT_LT(accepted, drafted);
   }
-  if (pooled_e > 0) {
-    chi2 += (pooled_o - pooled_e) * (pooled_o - pooled_e) / pooled_e;
-    ++bins;
-  }
-  ASSERT_GE(bins, 4) << "the distribution is too peaked to test";
-  // 99.99th percentile of chi-square with (bins - 1) degrees of freedom, Wilson-Hilferty.
-  const double df = bins - 1, z = 3.719;
-  const double limit = df * std::pow(1.0 - 2.0 / (9.0 * df) + z * std::sqrt(2.0 / (9.0 * df)), 3.0);
-  EXPECT_LT(chi2, limit) << bins << " bins";
-  // The drafts took part: some accepted, some rejected.
-  EXPECT_GT(accepted, drafted / 20);
-  EXPECT_LT(accepted, drafted);
 }
 
 }  // namespace

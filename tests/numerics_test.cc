@@ -66,12 +66,12 @@ TEST(Numerics, SamplerAtEveryTemperature) {
           EXPECT_EQ(p[Argmax(l)], 1.0f);
         }
         for (int draw = 0; draw < 20; ++draw) {
-          const int a = s.Sample(l);
+          const int a = s.Sample(l, draw);
           ASSERT_TRUE(a >= 0 && a < static_cast<int>(l.size()));
           EXPECT_GT(p[a], 0.0f);
           if (GreedyAt(l, t)) EXPECT_EQ(a, Argmax(l));
           if (o.top_k > 0) {  // the backend's top-k path draws the same token
-            const int b = whole.SampleTop(TopK(l, o.top_k + 1));
+            const int b = whole.SampleTop(TopK(l, o.top_k + 1), draw);
             EXPECT_EQ(b, a);
           }
         }
@@ -87,7 +87,7 @@ TEST(Numerics, LogitsThatAreNotFiniteGiveNoToken) {
     EXPECT_FALSE(AllFinite(l));
     for (float t : {0.0f, 1e-30f, 1.0f}) {
       Sampler s(SamplerOptions{t, 0, 1.0f, 1});
-      EXPECT_EQ(s.Sample(l), kNotFinite) << bad << " " << t;
+      EXPECT_EQ(s.Sample(l, 0), kNotFinite) << bad << " " << t;
       for (float p : s.Distribution(l)) EXPECT_EQ(p, 0.0f);
       // From the backend's top-k: ids it flagged, or a value that is not finite, are not enough
       // (the whole row then decides).
@@ -95,16 +95,15 @@ TEST(Numerics, LogitsThatAreNotFiniteGiveNoToken) {
       const std::vector<std::pair<int, float>> flagged = {{-1, 2.0f}, {-1, 1.0f}, {-1, 0.5f}};
       const std::vector<std::pair<int, float>> with_bad = {{1, 2.0f}, {3, bad}, {0, 0.5f}};
       if (t > 0.0f) {
-        EXPECT_EQ(k.SampleTop(flagged), -1);
-        EXPECT_EQ(k.SampleTop(with_bad), -1);
+        EXPECT_EQ(k.SampleTop(flagged, 0), -1);
+        EXPECT_EQ(k.SampleTop(with_bad, 0), -1);
       }
     }
   }
-  Rng rng(1);
-  EXPECT_EQ(DrawFrom(std::vector<float>{0.0f, 0.0f}, rng), kNotFinite);
-  EXPECT_EQ(DrawFrom(std::vector<float>{0.5f, NAN, 0.5f}, rng), kNotFinite);
-  EXPECT_EQ(DrawFrom(std::vector<float>{0.5f, INFINITY}, rng), kNotFinite);
-  EXPECT_EQ(DrawFrom(std::vector<float>{0.0f, 1.0f}, rng), 1);
+  EXPECT_EQ(DrawFrom(std::vector<float>{0.0f, 0.0f}, 1, 0), kNotFinite);
+  EXPECT_EQ(DrawFrom(std::vector<float>{0.5f, NAN, 0.5f}, 1, 0), kNotFinite);
+  EXPECT_EQ(DrawFrom(std::vector<float>{0.5f, INFINITY}, 1, 0), kNotFinite);
+  EXPECT_EQ(DrawFrom(std::vector<float>{0.0f, 1.0f}, 1, 0), 1);
   EXPECT_EQ(NotFiniteLogits(12).message(), "logits at position 12 are not finite; the weights may be corrupt");
 }
 

@@ -1,5 +1,5 @@
-// Sampling: greedy, seeded determinism, the top-k / top-p filters, and draws that follow the
-// distribution they claim.
+// Sampling: greedy, seeded determinism, the top-k / top-p filters, draws that follow the
+// distribution they claim and depend on (seed, index) alone.
 #include <cmath>
 #include <map>
 #include <random>
@@ -17,7 +17,7 @@ namespace {
 TEST(Sampler, GreedyPicksTheFirstMaximum) {
   const std::vector<float> l = {0.5f, 2.0f, -1.0f, 2.0f};
   Sampler s(SamplerOptions{});
-  EXPECT_EQ(s.Sample(l), 1);
+  EXPECT_EQ(s.Sample(l, 0), 1);
   EXPECT_EQ(Argmax(l), 1);
   auto top = TopK(l, 3);
   ASSERT_EQ(top.size(), 3u);
@@ -48,13 +48,38 @@ TEST(Sampler, DrawsFollowTheDistribution) {
   const auto p = s.Distribution(l);
   const int n = 200000;
   std::vector<int> counts(l.size(), 0);
-  for (int i = 0; i < n; ++i) counts[s.Sample(l)]++;
+  for (int i = 0; i < n; ++i) counts[s.Sample(l, i)]++;
   double chi2 = 0;
   for (size_t i = 0; i < l.size(); ++i) {
     const double e = p[i] * n;
     chi2 += (counts[i] - e) * (counts[i] - e) / e;
   }
   EXPECT_LT(chi2, 20.5);  // 4 degrees of freedom: p < 0.0004 for a correct sampler
+}
+
+// A draw is a function of (distribution, seed, index): the same whatever was drawn before it,
+// another for another index or seed; and the noise is per candidate id, so a candidate whose
+// probability grows while the others' shrink is never lost by it (what makes an assistant's
+// draft, drawn with the target's noise from a distribution near the target's, agree with it).
+TEST(Sampler, DrawsAreKeyedBySeedAndIndex) {
+  std::vector<float> l(50);
+  for (size_t i = 0; i < l.size(); ++i) l[i] = std::sin(static_cast<float>(i)) * 2.0f;
+  const Sampler a(SamplerOptions{1.0f, 0, 1.0f, 5}), b(SamplerOptions{1.0f, 0, 1.0f, 6});
+  std::vector<int> first;
+  for (int i = 0; i < 64; ++i) first.push_back(a.Sample(l, i));
+  for (int i = 63; i >= 0; --i) EXPECT_EQ(a.Sample(l, i), first[i]) << i;  // another order, the same draws
+  int differ_index = 0, differ_seed = 0;
+  for (int i = 0; i < 64; ++i) {
+    differ_index += a.Sample(l, i) != first[0];
+    differ_seed += b.Sample(l, i) != first[i];
+  }
+  EXPECT_GT(differ_index, 32);
+  EXPECT_GT(differ_seed, 32);
+  for (int i = 0; i < 64; ++i) {
+    std::vector<float> up = l;
+    up[first[i]] += 0.5f;
+    EXPECT_EQ(a.Sample(up, i), first[i]) << i;
+  }
 }
 
 TEST(Sampler, RejectsBadOptions) {
@@ -64,8 +89,8 @@ TEST(Sampler, RejectsBadOptions) {
   EXPECT_FALSE(ValidateSamplerOptions(SamplerOptions{1.0f, 0, 1.5f, 0}).ok());
 }
 
-// Drawing from the top_k + 1 best logits gives the token (and leaves the generator where) the
-// whole row would, and declines when logits tie at the k-th place.
+// Drawing from the top_k + 1 best logits gives the token the whole row would, and declines when
+// logits tie at the k-th place.
 TEST(Sampler, SampleTopEqualsSampleOnTheWholeRow) {
   std::mt19937 gen(11);
   std::normal_distribution<float> normal(0.0f, 3.0f);
@@ -76,20 +101,20 @@ TEST(Sampler, SampleTopEqualsSampleOnTheWholeRow) {
                            static_cast<uint64_t>(trial)};
     Sampler whole(o), top(o);
     for (int draw = 0; draw < 5; ++draw) {
-      const int t = top.SampleTop(TopK(logits, o.top_k + 1));
-      const int w = whole.Sample(logits);
+      const int t = top.SampleTop(TopK(logits, o.top_k + 1), draw);
+      const int w = whole.Sample(logits, draw);
       if (t < 0) {
-        // A tie at the k-th place: the caller reads the whole row, with the generator untouched.
+        // A tie at the k-th place: the caller reads the whole row.
         EXPECT_EQ(logits[TopK(logits, o.top_k + 1)[o.top_k].first], logits[TopK(logits, o.top_k)[o.top_k - 1].first]);
-        EXPECT_EQ(top.Sample(logits), w);
+        EXPECT_EQ(top.Sample(logits, draw), w);
       } else {
         EXPECT_EQ(t, w) << "trial " << trial << " draw " << draw;
       }
     }
   }
   Sampler greedy(SamplerOptions{0.0f, 5, 1.0f, 0}), no_k(SamplerOptions{1.0f, 0, 1.0f, 0});
-  EXPECT_EQ(greedy.SampleTop(TopK(std::vector<float>{1, 2, 3, 4, 5, 6, 7}, 6)), -1);
-  EXPECT_EQ(no_k.SampleTop(TopK(std::vector<float>{1, 2, 3}, 1)), -1);
+  EXPECT_EQ(greedy.SampleTop(TopK(std::vector<float>{1, 2, 3, 4, 5, 6, 7}, 6), 0), -1);
+  EXPECT_EQ(no_k.SampleTop(TopK(std::vector<float>{1, 2, 3}, 1), 0), -1);
 }
 
 class GenerateTest : public ::testing::Test {
@@ -138,7 +163,7 @@ TEST_F(GenerateTest, TopKSamplingEqualsSamplingWholeRows) {
     std::vector<int32_t> next(prompt_.begin(), prompt_.end());
     for (int i = 0; i < o.max_new_tokens; ++i) {
       ASSERT_TRUE(model_->Forward(next, **cache, 1, &logits).ok());
-      tokens.push_back(sampler.Sample(logits));
+      tokens.push_back(sampler.Sample(logits, i));
       next = {tokens.back()};
     }
     EXPECT_EQ(fast->tokens, tokens) << "top_k " << so.top_k;

@@ -1,5 +1,5 @@
-// Speculative decoding with the adaptive draft policy, on the CPU: greedy output equal to plain
-// greedy whatever the policy chooses, counters that say which K each round used, and drafts that
+// Speculative decoding with the adaptive draft policy, on the CPU: greedy and sampled output equal
+// to plain decoding's whatever the policy chooses, counters that say which K each round used, and drafts that
 // are never accepted given up for plain steps.
 #include <filesystem>
 #include <numeric>
@@ -91,18 +91,61 @@ TEST_F(AdaptiveTest, GreedyOutputEqualsPlainGreedy) {
   }
 }
 
-// Sampling: rounds of any K, each accepting by min(1, p/q), and plain steps drawing from the target.
-TEST_F(AdaptiveTest, SamplingRunsEveryKindOfRound) {
+// Sampling: rounds of any K and plain steps, whatever the policy chooses, give the tokens plain
+// sampling gives for the seed (each token's draw is keyed by its index, and a draft is accepted
+// when it is the target's draw), over seeds, temperatures, K and both policies.
+TEST_F(AdaptiveTest, SampledOutputEqualsPlainSampling) {
+  const std::vector<int32_t> prompt = {2, 40, 41, 42};
+  GenerateOptions o;
+  o.max_new_tokens = 40;
+  o.stop_ids = {-1};
+  int accepted = 0, drafted = 0;
+  for (const SamplerOptions& so : {SamplerOptions{1.0f, 8, 1.0f, 3}, SamplerOptions{0.7f, 0, 0.9f, 11},
+                                   SamplerOptions{1.5f, 40, 1.0f, 12345}}) {
+    o.sampler = so;
+    auto plain = Generate(*target_, prompt, o);
+    ASSERT_TRUE(plain.ok()) << plain.status().message();
+    for (Assistant* as : {good_.get(), useless_.get()}) {
+      for (int k : {1, 2, 3}) {
+        for (DraftPolicyKind policy : {DraftPolicyKind::kFixed, DraftPolicyKind::kAdaptive}) {
+          SCOPED_TRACE("seed " + std::to_string(so.seed) + " k " + std::to_string(k) +
+                       (as == good_.get() ? " trained" : " useless") + (policy == DraftPolicyKind::kFixed ? " fixed" : " adaptive"));
+          auto r = GenerateSpeculative(*target_, *as, prompt, o, SpeculativeOptions{k, policy});
+          ASSERT_TRUE(r.ok()) << r.status().message();
+          EXPECT_EQ(r->tokens, plain->tokens);
+          ExpectConsistentCounters(*r, k);
+          if (as == good_.get()) {
+            accepted += r->stats.accepted;
+            drafted += r->stats.drafted;
+          }
+        }
+      }
+    }
+  }
+  // Drafts took part: the assistant's, drawn with the target's noise, are accepted now and then
+  // (it is not trained on this random target).
+  EXPECT_GE(accepted, 10);
+  EXPECT_GT(drafted, 100);
+}
+
+// The classic rule (a request without a seed): rounds of any K and plain steps, consistent
+// counters, and the same tokens again for the same seed and rounds.
+TEST_F(AdaptiveTest, ClassicSamplingRunsEveryKindOfRound) {
   GenerateOptions o;
   o.max_new_tokens = 80;
   o.stop_ids = {-1};
   o.sampler = SamplerOptions{1.0f, 8, 1.0f, 3};
+  o.sampler.repeatable = false;
   for (Assistant* as : {good_.get(), useless_.get()}) {
     auto r = GenerateSpeculative(*target_, *as, std::vector<int32_t>{2, 40, 41, 42}, o,
                                  SpeculativeOptions{2, DraftPolicyKind::kAdaptive});
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(r->tokens.size(), 80u);
     ExpectConsistentCounters(*r, 2);
+    auto again = GenerateSpeculative(*target_, *as, std::vector<int32_t>{2, 40, 41, 42}, o, 2);
+    auto fixed = GenerateSpeculative(*target_, *as, std::vector<int32_t>{2, 40, 41, 42}, o, 2);
+    ASSERT_TRUE(again.ok() && fixed.ok());
+    EXPECT_EQ(again->tokens, fixed->tokens);
   }
 }
 

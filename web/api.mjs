@@ -34,7 +34,8 @@ export function checkKeys(what, obj, known) {
 }
 
 const FACTORY_OPTIONS = ['device', 'backend', 'wasm', 'worker', 'cache', 'log', 'gpuValidation'];
-const LOAD_OPTIONS = ['target', 'assistant', 'tokenizer', 'onProgress', 'contextLength', 'draftTokens', 'draftPolicy'];
+const LOAD_OPTIONS = ['target', 'assistant', 'tokenizer', 'onProgress', 'contextLength', 'draftTokens', 'draftPolicy',
+                      'gpuFill'];
 const CREATE_OPTIONS = ['model', 'messages', 'stream', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p',
                         'top_k', 'seed', 'stop', 'mtp', 'prompt'];
 
@@ -142,6 +143,15 @@ async function requestGpu(profile, validation = true) {
                       maxBufferSize: adapter.limits.maxBufferSize },
   });
   return device;
+}
+
+// The fill each adapter measured at its first load here (stats().model.gpu_fill), by what the
+// adapter says it is: later loads on it take the same fill, so that they split work, and round
+// their sums, as the first did, and skip measuring it again.
+const measuredFill = new Map();
+function adapterKey(device) {
+  const a = device?.adapterInfo;
+  return a ? [a.vendor, a.architecture, a.device, a.description, [...device.features].sort().join(' ')].join('|') : null;
 }
 
 const emptyCounters = () => ({ requests: 0, prompt_tokens: 0, completion_tokens: 0, rounds: 0, drafted: 0, accepted: 0,
@@ -270,6 +280,9 @@ class Runtime {
       const context = checkLimit('load', 'contextLength', args.contextLength, limits.context) ?? limits.context.default;
       const draftTokens = checkLimit('load', 'draftTokens', args.draftTokens, limits.draft_tokens) ?? limits.draft_tokens.default;
       const draftPolicy = checkLimit('load', 'draftPolicy', args.draftPolicy, limits.draft_policy) ?? limits.draft_policy.default;
+      const fillKey = adapterKey(device);
+      const gpuFill = checkLimit('load', 'gpuFill', args.gpuFill, limits.gpu_fill) ?? measuredFill.get(fillKey) ??
+                      limits.gpu_fill.default;
       if (fresh) {
         // A tokenizer given apart is not looked for beside the target.
         await target.describe(args.tokenizer !== undefined ? ['tokenizer.json'] : []);
@@ -282,7 +295,7 @@ class Runtime {
       }
       mount((src) => src);
       const request = { target: '/target', context, draft_tokens: draftTokens, draft_policy: draftPolicy,
-                        backend: device ? 'webgpu' : 'cpu' };
+                        gpu_fill: gpuFill, backend: device ? 'webgpu' : 'cpu' };
       if (assistant) request.assistant = '/assistant';
       const [p, n] = inst.put(JSON.stringify(request));
       rt = await inst.call('g4_rt_create', p, n);
@@ -317,6 +330,7 @@ class Runtime {
       const gpuError = await inst.gpu?.settle();
       if (gpuError) throw new Error(`gemma4 load: ${gpuError.message}`);
       this.#info = JSON.parse(await inst.callText('g4_rt_info', rt));
+      if (fillKey && gpuFill === 0 && this.#info.gpu_fill) measuredFill.set(fillKey, this.#info.gpu_fill);
     } catch (e) {
       if (rt) inst.exports.g4_rt_free(rt);
       this.#leftBehind = inst.gpu ? inst.gpu.liveBuffers() : 0;

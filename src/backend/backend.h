@@ -116,6 +116,8 @@ class Backend {
   virtual std::string Name() const = 0;
   // The name and what the backend measured or chose of the device, for benchmarks and logs.
   virtual std::string Describe() const { return Name(); }
+  // The workgroups that fill a GPU backend's device (they shape its dispatches); 0 elsewhere.
+  virtual uint64_t gpu_fill() const { return 0; }
 
   // --- memory ---
   // A zero-filled buffer for activations or caches.

@@ -142,7 +142,9 @@ Result<EngineAnswer> Engine::Generate(const EngineRequest& request, const Engine
     G4_RETURN_IF_ERROR(CheckLimit(limits::kSeed, static_cast<double>(*request.seed), limits::kSeed.key));
     opt.sampler.seed = *request.seed;
   } else {
+    // No text to repeat: drafts are accepted by the rule that accepts the most.
     G4_ASSIGN_OR_RETURN(opt.sampler.seed, RandomSeed());
+    opt.sampler.repeatable = false;
   }
   G4_RETURN_IF_ERROR(CheckLimit(limits::kTopLogits, request.top_logits, limits::kTopLogits.key));
   opt.top_logits = request.top_logits;
@@ -190,6 +192,7 @@ nlohmann::json Engine::Info() const {
   const ModelConfig& c = config_;
   const Model::MemoryEstimate m = model_ ? model_->EstimateMemory(context_) : estimate_;
   return {{"backend", backend_ ? backend_->Name() : ""},
+          {"gpu_fill", backend_ ? backend_->gpu_fill() : 0},
           {"context", context_},
           {"draft_tokens", draft_tokens_},
           {"draft_policy", DraftPolicyName(draft_policy_)},

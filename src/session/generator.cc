@@ -104,7 +104,7 @@ Result<GenerationResult> Generate(Model& model, std::span<const int32_t> prompt,
 
   const int64_t max_positions = static_cast<int64_t>(prompt.size()) + options.max_new_tokens;
   G4_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, model.NewCache(max_positions));
-  Sampler sampler(options.sampler);
+  const Sampler sampler(options.sampler);
   std::vector<float> logits;
   std::vector<int> ids;
   // Greedy decoding without recorded logits reads back token ids only (the argmax runs on the
@@ -117,21 +117,23 @@ Result<GenerationResult> Generate(Model& model, std::span<const int32_t> prompt,
                         top_read <= Backend::kMaxTopKValues && top_read <= model.config().vocab;
   std::vector<std::pair<int, float>> top;
   // The next token from the logits of the last of `tokens`; an error naming their position when
-  // they are not finite (the backend's argmax or top-k, or the sampler, gives kNotFinite).
+  // they are not finite (the backend's argmax or top-k, or the sampler, gives kNotFinite). Its
+  // draw is keyed by its index among the generated tokens.
   auto next = [&](std::span<const int32_t> tokens) -> Result<int> {
+    const uint64_t index = result.tokens.size();
     if (ids_only) {
       G4_RETURN_IF_ERROR(model.ForwardArgmax(tokens, *cache, 1, &ids));
       return ids[0];
     }
     if (top_only) {
       G4_RETURN_IF_ERROR(model.ForwardTopK(tokens, *cache, top_read, &top));
-      const int t = sampler.SampleTop(top);
+      const int t = sampler.SampleTop(top, index);
       if (t >= 0) return t;
       G4_RETURN_IF_ERROR(model.LastLogits(&logits));
-      return sampler.Sample(logits);
+      return sampler.Sample(logits, index);
     }
     G4_RETURN_IF_ERROR(model.Forward(tokens, *cache, 1, &logits));
-    return sampler.Sample(logits);
+    return sampler.Sample(logits, index);
   };
   auto step = [&](std::span<const int32_t> tokens) -> Result<int> {
     G4_ASSIGN_OR_RETURN(const int t, next(tokens));

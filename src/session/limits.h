@@ -61,6 +61,12 @@ inline constexpr Limit kDraftPolicy{"draft_policy", "draft-policy", "draftPolicy
                                     "how many drafts each round makes: adaptive (from the acceptance and cost measured "
                                     "so far, down to plain steps) or fixed (always draft_tokens)",
                                     "adaptive|fixed"};
+// The measured fill shapes how the WebGPU backend splits work of few rows, and so the rounding of
+// its sums: two loads that share it compute the same logits, bit for bit.
+inline constexpr Limit kGpuFill{"gpu_fill", "gpu-fill", "gpuFill", LimitKind::kInteger, 0, 1 << 16, false, 0, kNoDefault,
+                                "0 (measured at load)",
+                                "WebGPU workgroups that keep the device busy, which decide how work is split: 0 "
+                                "measures it; the value a load reports repeats its sums, and seeded sampling, exactly"};
 inline constexpr Limit kMaxTokens{"max_tokens", "max-new-tokens", "max_tokens", LimitKind::kInteger, 0, 1 << 24, false,
                                   kNoDefault, 32, "the rest of the context (API); 32 (CLI)",
                                   "tokens to generate at most"};
@@ -83,8 +89,8 @@ inline constexpr Limit kThreads{"threads", "threads", "", LimitKind::kInteger, 0
 inline constexpr Limit kTopLogits{"top_logits", "top-logits", "", LimitKind::kInteger, 0, 1 << 20, false, 0,
                                   kNoDefault, "0", "the k best final logits recorded per generated token"};
 
-inline constexpr const Limit* kAllLimits[] = {&kContext, &kDraftTokens, &kDraftPolicy, &kMaxTokens, &kTemperature,
-                                              &kTopK,    &kTopP,        &kSeed,        &kThreads,   &kTopLogits};
+inline constexpr const Limit* kAllLimits[] = {&kContext, &kDraftTokens, &kDraftPolicy, &kGpuFill, &kMaxTokens,
+                                              &kTemperature, &kTopK, &kTopP, &kSeed, &kThreads, &kTopLogits};
 
 }  // namespace limits
 

@@ -9,6 +9,23 @@
 
 namespace g4 {
 
+namespace {
+
+// splitmix64's output function: a bijection of 64 bits that mixes every input bit into each.
+uint64_t Mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// The key of the noise of (seed, index, stream), and a uniform number in (0, 1) from 64 bits.
+uint64_t NoiseKey(uint64_t seed, uint64_t index, uint64_t stream) {
+  return Mix(seed + 0x9e3779b97f4a7c15ull * Mix(index + 0x632be59bd9b4e019ull * (stream + 1)));
+}
+double Unit(uint64_t bits) { return (static_cast<double>(bits >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+
+}  // namespace
+
 static_assert(kNotFinite == static_cast<int>(Backend::kNotFiniteId), "one id for logits that are not finite");
 
 Status ValidateSamplerOptions(const SamplerOptions& o) {
@@ -18,12 +35,7 @@ Status ValidateSamplerOptions(const SamplerOptions& o) {
   return Status::Ok();
 }
 
-uint64_t Rng::Next() {
-  uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+uint64_t Rng::Next() { return Mix(state_ += 0x9e3779b97f4a7c15ull); }
 
 bool AllFinite(std::span<const float> x) {
   // A sum is finite only when every term is (NaN and infinities propagate); one pass, no branch.
@@ -106,24 +118,26 @@ std::vector<float> Shape(const SamplerOptions& o, size_t n, Logit logit) {
   return p;
 }
 
-// Draws from probabilities given in ascending id order (`prob(i)`, `id(i)`, i < n), the
-// cumulative sum taken in that order; the last candidate absorbs rounding. kNotFinite, with
-// nothing drawn, when the mass is not finite or nothing has a positive probability.
+// A race over candidates (`prob(i)`, `id(i)`, i < n): each positive probability p races E / p
+// with E = -log(u), u in (0, 1) from the noise key and the id; the least wins. kNotFinite, with nothing drawn, when the mass is not finite or nothing is positive.
 template <typename Prob, typename Id>
-int Draw(size_t n, Prob prob, Id id, Rng& rng) {
+int Race(size_t n, Prob prob, Id id, uint64_t key) {
   double mass = 0.0;
   for (size_t i = 0; i < n; ++i) mass += std::isnan(prob(i)) ? prob(i) : std::max(0.0f, prob(i));
   if (!std::isfinite(mass) || !(mass > 0.0)) return kNotFinite;
-  const double u = rng.Uniform();
-  double cum = 0.0;
-  int last = 0;
+  int best = kNotFinite;
+  double best_time = 0.0;
   for (size_t i = 0; i < n; ++i) {
-    if (!(prob(i) > 0.0f)) continue;
-    cum += prob(i);
-    last = id(i);
-    if (u < cum) return last;
+    const double p = prob(i);
+    if (!(p > 0.0)) continue;
+    const uint64_t bits = Mix(key ^ (static_cast<uint64_t>(id(i)) * 0xd1b54a32d192ed03ull));
+    const double time = -std::log(Unit(bits)) / p;
+    if (best == kNotFinite || time < best_time) {
+      best = id(i);
+      best_time = time;
+    }
   }
-  return last;
+  return best;
 }
 
 }  // namespace
@@ -145,28 +159,31 @@ std::vector<float> Sampler::Distribution(std::span<const float> logits) const {
   return p;
 }
 
-int DrawFrom(std::span<const float> probs, Rng& rng) {
-  return Draw(probs.size(), [&](size_t i) { return probs[i]; }, [](size_t i) { return static_cast<int>(i); }, rng);
+int DrawFrom(std::span<const float> probs, uint64_t seed, uint64_t index, uint64_t stream) {
+  return Race(probs.size(), [&](size_t i) { return probs[i]; }, [](size_t i) { return static_cast<int>(i); },
+              NoiseKey(seed, index, stream));
 }
 
-int Sampler::SampleTop(std::span<const std::pair<int, float>> top) {
+double KeyedUniform(uint64_t seed, uint64_t index, uint64_t stream) {
+  return Unit(Mix(NoiseKey(seed, index, stream) ^ 0xa0761d6478bd642full));
+}
+
+int Sampler::SampleTop(std::span<const std::pair<int, float>> top, uint64_t index) const {
   const size_t k = static_cast<size_t>(options_.top_k);
   if (options_.temperature == 0.0f || k == 0 || top.size() <= k || top[k].second == top[k - 1].second) return -1;
   for (const auto& [id, logit] : top) {
     if (id < 0 || !std::isfinite(logit)) return -1;
   }
+  // Sample races the whole vocabulary, where the others have probability 0.
   const std::vector<float> kept = Shape(options_, top.size(), [&](size_t i) { return top[i].second; });
-  // Sample draws in id order over the whole vocabulary, where the others have probability 0.
-  std::vector<std::pair<int, float>> by_id;
-  for (size_t i = 0; i < kept.size(); ++i) by_id.emplace_back(top[i].first, kept[i]);
-  std::sort(by_id.begin(), by_id.end());
-  return Draw(by_id.size(), [&](size_t i) { return by_id[i].second; }, [&](size_t i) { return by_id[i].first; }, rng_);
+  return Race(kept.size(), [&](size_t i) { return kept[i]; }, [&](size_t i) { return top[i].first; },
+              NoiseKey(options_.seed, index, 0));
 }
 
-int Sampler::Sample(std::span<const float> logits) {
+int Sampler::Sample(std::span<const float> logits, uint64_t index) const {
   if (!AllFinite(logits)) return kNotFinite;
   if (options_.temperature == 0.0f) return Argmax(logits);
-  return DrawFrom(Distribution(logits), rng_);
+  return DrawFrom(Distribution(logits), options_.seed, index);
 }
 
 }  // namespace g4

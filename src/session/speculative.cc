@@ -6,14 +6,17 @@
 namespace g4 {
 namespace {
 
-// Samples from the normalised max(0, p - q); falls back to p when the residual is empty.
-int SampleResidual(const std::vector<float>& p, const std::vector<float>& q, Rng& rng) {
+// The noise streams of the classic rule (DrawFrom's stream 0 draws the tokens themselves).
+constexpr uint64_t kResidualStream = 1, kAcceptStream = 2;
+
+// The index-th draw from the normalised max(0, p - q); from p when the residual is empty.
+int SampleResidual(const std::vector<float>& p, const std::vector<float>& q, uint64_t seed, uint64_t index) {
   std::vector<float> r(p.size());
   double sum = 0.0;
   for (size_t i = 0; i < p.size(); ++i) sum += (r[i] = std::max(0.0f, p[i] - q[i]));
-  if (sum <= 0.0) return DrawFrom(p, rng);
+  if (sum <= 0.0) return DrawFrom(p, seed, index, kResidualStream);
   for (float& v : r) v = static_cast<float>(v / sum);
-  return DrawFrom(r, rng);
+  return DrawFrom(r, seed, index, kResidualStream);
 }
 
 }  // namespace
@@ -51,8 +54,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
   const std::vector<int>& stops = options.stop_ids.empty() ? target.config().eos_ids : options.stop_ids;
   auto is_stop = [&](int t) { return std::find(stops.begin(), stops.end(), t) != stops.end(); };
   const bool greedy = options.sampler.temperature == 0.0f;
-  const Sampler shaper(options.sampler);  // turns logits into the distributions sampling draws from
-  Rng rng(options.sampler.seed);
+  const Sampler sampler(options.sampler);
 
   GenerationResult result;
   result.stop_reason = "length";
@@ -91,11 +93,13 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     if (on_token) on_token(t);
     return Status::Ok();
   };
-  // The target's choice from a row of logits (greedy or drawn); kNotFinite when it is not finite.
-  auto choose = [&](std::span<const float> row) {
-    if (greedy) return AllFinite(row) ? Argmax(row) : kNotFinite;
-    return DrawFrom(shaper.Distribution(row), rng);
-  };
+  // The choice from a row of logits for the index-th generated token (greedy, or drawn with that
+  // index's noise: see Sampler); kNotFinite when the row is not finite. Greedy and repeatable
+  // sampling accept a draft exactly when it equals the target's choice for its index (drawn with
+  // the same noise), so the tokens are plain decoding's, drafts or not; else the classic rule.
+  auto choose = [&](std::span<const float> row, size_t index) { return sampler.Sample(row, index); };
+  const bool coupled = greedy || options.sampler.repeatable;
+  const uint64_t seed_bits = options.sampler.seed;
 
   // Greedy rounds without recorded logits read back token ids only (argmax on the backend).
   const bool ids_only = greedy && options.top_logits == 0;
@@ -108,7 +112,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     seed = ids[0];
   } else {
     G4_RETURN_IF_ERROR(target.Forward(tail, *cache, 1, &logits));
-    seed = choose(logits);
+    seed = choose(logits, 0);
   }
   const int64_t t1_us = MonotonicMicros();
   st.prefill_us = t1_us - t0_us;
@@ -209,20 +213,21 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
       bonus = static_cast<int>(round_host[2 * k + 3]);
       be.Copy(slots.tokens, slots.verdict.At(1), 1);  // the next round's seed
     } else {
-      // Draft nd tokens at position p. A draft from logits that are not finite has probability
-      // 0: it stands in as token 0, is rejected whatever the target says (its q is all zero), and
-      // drafting stops there.
+      // Draft nd tokens at position p, the j-th for the generated token of index e + j. A draft
+      // from logits that are not finite stands in as token 0, is rejected whatever the target
+      // says, and drafting stops there.
+      const size_t e = result.tokens.size();
       int tok = seed;
       int usable = nd;  // drafts that may be accepted
       F32 s_in = state, s_out{state_b.get(), 0};
       q_dists.clear();
       for (int j = 0; j < nd; ++j) {
         G4_RETURN_IF_ERROR(assistant.Draft(tok, s_in, p, *cache, &draft_logits, s_out));
-        if (greedy) {
-          tok = AllFinite(draft_logits) ? Argmax(draft_logits) : kNotFinite;
+        if (coupled) {
+          tok = choose(draft_logits, e + j);
         } else {
-          q_dists.push_back(shaper.Distribution(draft_logits));
-          tok = DrawFrom(q_dists.back(), rng);
+          q_dists.push_back(sampler.Distribution(draft_logits));
+          tok = DrawFrom(q_dists.back(), seed_bits, e + j);
         }
         if (tok < 0) {
           round.drafts.push_back(0);
@@ -236,26 +241,30 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
       // Verify [seed, drafts] in one forward.
       verify.assign(1, seed);
       verify.insert(verify.end(), round.drafts.begin(), round.drafts.end());
-      if (greedy) {
-        G4_RETURN_IF_ERROR(target.Forward(verify, *cache, nd + 1, &logits));
-        while (m < usable && round.drafts[m] == choose(std::span<const float>(&logits[static_cast<size_t>(m) * V], V))) ++m;
-        bonus = choose(std::span<const float>(&logits[static_cast<size_t>(m) * V], V));
+      G4_RETURN_IF_ERROR(target.Forward(verify, *cache, nd + 1, &logits));
+      auto row = [&](int r) { return std::span<const float>(&logits[static_cast<size_t>(r) * V], V); };
+      if (coupled) {
+        // Accepted while each draft is the target's choice; the first that is not, its bonus.
+        for (;; ++m) {
+          const int c = choose(row(m), e + m);
+          if (m < usable && round.drafts[m] == c) continue;
+          bonus = c;
+          break;
+        }
       } else {
-        G4_RETURN_IF_ERROR(target.Forward(verify, *cache, nd + 1, &logits));
+        // Accepted with probability min(1, p/q) (a draft q gives no probability to, from logits
+        // that are not finite, is rejected); a rejected draft's place drawn from max(0, p - q).
         bool rejected = false;
         for (; m < nd; ++m) {
-          const std::vector<float> pd = shaper.Distribution(std::span<const float>(&logits[static_cast<size_t>(m) * V], V));
+          const std::vector<float> pd = sampler.Distribution(row(m));
           const int c = round.drafts[m];
-          // A draft q gives no probability to (from logits that are not finite) is rejected.
           const double ratio = q_dists[m][c] > 0.0f ? static_cast<double>(pd[c]) / q_dists[m][c] : 0.0;
-          if (rng.Uniform() < ratio) continue;
-          bonus = SampleResidual(pd, q_dists[m], rng);
+          if (KeyedUniform(seed_bits, e + m, kAcceptStream) < ratio) continue;
+          bonus = SampleResidual(pd, q_dists[m], seed_bits, e + m);
           rejected = true;
           break;
         }
-        if (!rejected) {
-          bonus = choose(std::span<const float>(&logits[static_cast<size_t>(nd) * V], V));
-        }
+        if (!rejected) bonus = choose(row(nd), e + nd);
       }
     }
     // The policy learns from rounds it chose whole (and, off the backend, from plain steps).

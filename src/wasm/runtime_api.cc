@@ -116,9 +116,10 @@ T Fail(const Status& s, T value) {
   return value;
 }
 
-// The backend the request names: WebGPU, whose arena must fit one binding of the adapter, or the
-// CPU backend on one thread (WebAssembly has no threads here).
-Result<g4::BackendFactory> BackendFor(const std::string& name) {
+// The backend the request names: WebGPU, whose arena must fit one binding of the adapter, with
+// `fill` workgroups filling the device (0: measured), or the CPU backend on one thread
+// (WebAssembly has no threads here).
+Result<g4::BackendFactory> BackendFor(const std::string& name, uint64_t fill) {
   if (name == "cpu") {
     return g4::BackendFactory([](const g4::BackendNeeds&) -> Result<std::unique_ptr<g4::Backend>> {
       return g4::MakeCpuBackend(1);
@@ -126,7 +127,7 @@ Result<g4::BackendFactory> BackendFor(const std::string& name) {
   }
   if (name != "webgpu") return g4::InvalidArgument("backend must be \"webgpu\" or \"cpu\", not '" + name + "'");
 #ifdef __wasi__
-  return g4::BackendFactory([](const g4::BackendNeeds& needs) -> Result<std::unique_ptr<g4::Backend>> {
+  return g4::BackendFactory([fill](const g4::BackendNeeds& needs) -> Result<std::unique_ptr<g4::Backend>> {
     const double binding = g4_gpu_max_binding_size();
     if (static_cast<double>(needs.arena_bytes) > binding) {
       return g4::ResourceExhausted(
@@ -135,16 +136,17 @@ Result<g4::BackendFactory> BackendFor(const std::string& name) {
           std::to_string(static_cast<uint64_t>(binding) >> 20) +
           " MiB (maxStorageBufferBindingSize); ask for a smaller contextLength");
     }
-    return g4::MakeWebGpuBackend(needs.arena_bytes);
+    return g4::MakeWebGpuBackend(needs.arena_bytes, 0, fill);
   });
 #else
+  (void)fill;
   return g4::InvalidArgument("this build has no WebGPU backend");
 #endif
 }
 
 Result<std::unique_ptr<g4::Engine>> Create(const json& request) {
   Fields f(request);
-  G4_RETURN_IF_ERROR(f.CheckKnown({"target", "assistant", "context", "backend", "draft_tokens", "draft_policy"}));
+  G4_RETURN_IF_ERROR(f.CheckKnown({"target", "assistant", "context", "backend", "draft_tokens", "draft_policy", "gpu_fill"}));
   g4::EngineOptions options;
   options.target = f.String("target");
   options.assistant = f.String("assistant");
@@ -153,13 +155,14 @@ Result<std::unique_ptr<g4::Engine>> Create(const json& request) {
       static_cast<int>(f.Number(g4::limits::kDraftTokens).value_or(g4::limits::kDraftTokens.fallback));
   const std::string policy = f.Choice(g4::limits::kDraftPolicy).value_or(g4::Choices(g4::limits::kDraftPolicy)[0]);
   const std::string backend = f.Has("backend") ? f.String("backend") : "webgpu";
+  const double fill = f.Number(g4::limits::kGpuFill).value_or(g4::limits::kGpuFill.fallback);
   G4_RETURN_IF_ERROR(f.status());
   G4_ASSIGN_OR_RETURN(options.draft_policy, g4::ParseDraftPolicy(policy, g4::limits::kDraftPolicy.key));
   if (options.target.empty()) return g4::InvalidArgument("target is required");
   if (!G4_MTP && !options.assistant.empty()) {
     return g4::InvalidArgument("this build has no speculative decoding; an assistant needs createGemma4Mtp");
   }
-  G4_ASSIGN_OR_RETURN(g4::BackendFactory make_backend, BackendFor(backend));
+  G4_ASSIGN_OR_RETURN(g4::BackendFactory make_backend, BackendFor(backend, static_cast<uint64_t>(fill)));
   G4_ASSIGN_OR_RETURN(std::unique_ptr<g4::Engine> engine, g4::Engine::Open(options));
   G4_RETURN_IF_ERROR(engine->Reserve(static_cast<int64_t>(context), make_backend));
   return engine;
@@ -226,7 +229,7 @@ Result<json> Generate(g4::Engine& engine, const json& request) {
 }  // namespace
 
 // A runtime for the request (JSON: target, assistant, context, backend, draft_tokens,
-// draft_policy): the configuration and the tokenizer read, checked against the adapter and the
+// draft_policy, gpu_fill): the configuration and the tokenizer read, checked against the adapter and the
 // backend made, no weights yet; null on error.
 G4_EXPORT(g4_rt_create) Runtime* g4_rt_create(const char* request, uint32_t length) {
   auto j = ParseObject(request, length);

@@ -89,7 +89,8 @@ test('the module exports the limits table with integer ranges printed as integer
 test('load options: the API and the module accept and refuse the same edge values', { timeout: 300000 }, async () => {
   const bare = await bareModule();
   const g = await createGemma4({ backend: 'cpu' });
-  for (const [js, key] of [['contextLength', 'context'], ['draftTokens', 'draft_tokens'], ['draftPolicy', 'draft_policy']]) {
+  for (const [js, key] of [['contextLength', 'context'], ['draftTokens', 'draft_tokens'], ['draftPolicy', 'draft_policy'],
+                         ['gpuFill', 'gpu_fill']]) {
     const l = bare.limits[key];
     assert.equal(l.js, js);
     for (const v of edges(l)) {

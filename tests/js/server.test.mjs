@@ -50,8 +50,12 @@ before(async () => {
   const text = async (r) => (await g.chat.completions.create({ max_tokens: N, ...r })).choices[0].message.content;
   ref = { greedy: await text({ messages, temperature: 0 }), raw: await text({ prompt: chatPrompt, temperature: 0 }),
           sampled: await text({ messages, ...sampling }) };
+  // The fill this load measured: the server splits its work, and rounds its sums, alike.
+  const fill = g.stats().model.gpu_fill;
+  assert.ok(fill >= 1, `gpu_fill ${fill}`);
   await g.unload();
-  srv = await serve(['--assistant', assistant, '--api-key', KEY, '--max-queue', '2', '--max-body', '65536']);
+  srv = await serve(['--assistant', assistant, '--api-key', KEY, '--max-queue', '2', '--max-body', '65536',
+                     '--gpu-fill', String(fill)]);
   client = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: KEY, maxRetries: 0 });
 });
 

@@ -11,11 +11,11 @@ const { createGemma4 } = await import(join(root, 'dist', 'gemma4.mjs'));
 const model = join(root, 'testdata/models/dense');
 const tokenizer = join(root, 'testdata/tokenizers/mini/tokenizer.json');
 
-// Each load requests a device and calibrates the backend's dispatch sizes
-// (WebGpuBackend::Calibrate), a second or more on lavapipe, so 200 cycles would take minutes: the
-// count is what fits about a minute on 2 cores (G4_CYCLES sets another). A device left undestroyed
-// holds tens of MB, so one leaked a cycle passes RSS_BOUND_MB within a few cycles.
-const CYCLES = Number(process.env.G4_CYCLES ?? 20);
+// The first load measures the adapter's fill (WebGpuBackend::Calibrate, a second or more on
+// lavapipe); the later ones reuse it, and each reports the same. G4_CYCLES sets another count. A
+// device left undestroyed holds tens of MB, so one leaked a cycle passes RSS_BOUND_MB within a few
+// cycles.
+const CYCLES = Number(process.env.G4_CYCLES ?? 200);
 const WARM = 3;           // cycles before the reference RSS (first compiles, allocator pools)
 const RSS_BOUND_MB = 64;  // growth allowed from cycle WARM to the last
 
@@ -23,9 +23,13 @@ test(`${CYCLES} load/reset/unload cycles leave no GPU buffer and bounded RSS`, {
   let reference = 0;
   const rss = [];
   let g = null;
+  let fill = 0;
   for (let i = 1; i <= CYCLES; i++) {
     if (i % 2 === 1) g = await createGemma4();
     await g.load({ target: model, tokenizer });
+    fill ||= g.stats().model.gpu_fill;
+    assert.ok(fill >= 1);
+    assert.equal(g.stats().model.gpu_fill, fill, `cycle ${i}: the fill measured at the first load`);
     const loaded = g.stats().gpu_buffers;
     assert.ok(loaded > 10, `cycle ${i}: only ${loaded} GPU buffers while loaded`);
     if (i % 4 === 0) {
@@ -42,4 +46,14 @@ test(`${CYCLES} load/reset/unload cycles leave no GPU buffer and bounded RSS`, {
   const trail = `RSS MB after cycles 1, ${WARM}, ${Math.ceil(CYCLES / 2)}, ${CYCLES}: ${at(1)}, ${at(WARM)}, ${at(Math.ceil(CYCLES / 2))}, ${at(CYCLES)}`;
   console.log(trail);
   assert.ok(last - reference <= RSS_BOUND_MB, `RSS grew ${(last - reference).toFixed(0)} MB (bound ${RSS_BOUND_MB}); ${trail}`);
+});
+
+test('gpuFill pins the fill a load uses', { timeout: 120000 }, async () => {
+  const g = await createGemma4();
+  for (const gpuFill of [1, 7]) {
+    await g.load({ target: model, tokenizer, gpuFill });
+    assert.equal(g.stats().model.gpu_fill, gpuFill);
+    await g.unload();
+  }
+  await assert.rejects(g.load({ target: model, tokenizer, gpuFill: 65537 }), /gpuFill must be an integer in \[0, 65536\]/);
 });

@@ -27,6 +27,7 @@ class WebGpuBackend final : public Backend {
   // fill: Tuning::fill, or 0 to measure it (Calibrate).
   Status Init(uint64_t fill);
   std::string Name() const override { return "webgpu"; }
+  uint64_t gpu_fill() const override { return tuning_.fill; }
   std::string Describe() const override;
 
   // --- memory (webgpu_backend.cc)
