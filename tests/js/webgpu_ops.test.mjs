@@ -1,7 +1,7 @@
 // Every backend op on WebGPU against the CPU reference (build-wasm/ops_compare.wasm runs both
 // inside the module and prints the NMSE of each case against its bound), on a device with
 // subgroups (the team reductions of matvec.wgsl and kv_norm.wgsl use subgroup adds; lavapipe's
-// subgroups are 8 wide) and on one without (team.wgsl's workgroup-memory reductions), side by
+// subgroups are 4 wide with .lavapipe/env.sh's 128-bit vectors) and on one without (team.wgsl's workgroup-memory reductions), side by
 // side. Without subgroups only those reductions change, and they depend on the kernel's form and
 // rows, not on the weight type: that run takes the bf16 cases of the kernels that reduce by
 // teams (every form and rows variant has one), not matmul.wgsl's tiles or the ops of no weight.
