@@ -55,6 +55,10 @@ export interface LoadOptions {
   /** 'adaptive' (default): each round drafts 0..draftTokens, as the acceptance and the costs
    *  measured so far make pay; 'fixed': every round drafts draftTokens. */
   draftPolicy?: 'adaptive' | 'fixed';
+  /** WebGPU workgroups that keep the device busy, an integer in [0, 65536]; they decide how work
+   *  is split, and so the last bits of the logits' sums. 0 measures it; by default a load takes
+   *  the fill its adapter measured at its first load here (stats().model.gpu_fill). */
+  gpuFill?: number;
 }
 
 export interface ChatMessage {
@@ -156,6 +160,7 @@ export interface Stats {
   loaded: boolean;
   busy: string | null;
   device_lost: string | null;
+  /** The loaded model's shape, memory and backend (gpu_fill among them); null when none is. */
   model: Record<string, unknown> | null;
   load: { ms: number; target: LoadCounts; assistant: LoadCounts | null } | null;
   requests: number;

@@ -292,7 +292,8 @@ Status BenchDecodeWithAssistant(Engine& engine, const EngineRequest& plain, doub
 
 int RunBench(const std::vector<std::string>& argv) {
   auto parsed = Args::Parse(argv, {"model", "assistant", "draft-tokens", "prompt-tokens", "decode-tokens", "threads",
-                                   "bandwidth-mib", "backend", "decode-ahead", "draft-tokens-sweep", "prompts", "tokenizer"},
+                                   "bandwidth-mib", "backend", "decode-ahead", "draft-tokens-sweep", "prompts", "tokenizer",
+                                   "gpu-fill"},
                             {"json"});
   if (!parsed.ok()) return Fail(parsed.status());
   const Args& a = *parsed;

@@ -16,6 +16,10 @@ namespace g4::cli {
 Result<BackendFactory> BackendFor(const Args& a) {
   const std::string name = a.Get("backend", "cpu");
   G4_ASSIGN_OR_RETURN(const double threads, a.GetOption(limits::kThreads, limits::kThreads.CliFallback()));
+  G4_ASSIGN_OR_RETURN(const double fill, a.GetOption(limits::kGpuFill, limits::kGpuFill.CliFallback()));
+  if (a.Has(limits::kGpuFill.flag) && name != "webgpu") {
+    return InvalidArgument(std::string("--") + limits::kGpuFill.flag + " goes with --backend webgpu");
+  }
   if (name == "cpu") {
     return BackendFactory([threads](const BackendNeeds&) -> Result<std::unique_ptr<Backend>> {
       return MakeCpuBackend(static_cast<int>(threads));
@@ -23,10 +27,13 @@ Result<BackendFactory> BackendFor(const Args& a) {
   }
 #ifdef __wasi__
   if (name == "webgpu") {
-    return BackendFactory([](const BackendNeeds& needs) { return MakeWebGpuBackend(needs.arena_bytes); });
+    return BackendFactory([fill](const BackendNeeds& needs) {
+      return MakeWebGpuBackend(needs.arena_bytes, 0, static_cast<uint64_t>(fill));
+    });
   }
   return InvalidArgument("--backend: '" + name + "' is not one of webgpu, cpu");
 #else
+  (void)fill;
   return InvalidArgument("--backend: '" + name + "' is not available in this build (cpu)");
 #endif
 }
@@ -52,7 +59,7 @@ int RunGenerate(const std::vector<std::string>& argv) {
   auto parsed = Args::Parse(argv,
                             {"model", "prompt-ids", "prompt", "max-new-tokens", "temperature", "top-k", "top-p",
                              "seed", "backend", "top-logits", "threads", "tokenizer", "assistant", "draft-tokens",
-                             "draft-policy"},
+                             "draft-policy", "gpu-fill"},
                             {"json", "chat"});
   if (!parsed.ok()) return Fail(parsed.status());
   const Args& a = *parsed;
@@ -152,6 +159,7 @@ int RunGenerate(const std::vector<std::string>& argv) {
         {"top_logits", top},
         {"stats", StatsJson(st)}};
     j["stats"]["backend"] = e.backend()->Name();
+    if (e.backend()->gpu_fill()) j["stats"]["gpu_fill"] = e.backend()->gpu_fill();
     // The generated text, without the stop token that ended it.
     if (e.tokenizer()) j["text"] = e.Text(result);
     std::printf("%s\n", j.dump().c_str());

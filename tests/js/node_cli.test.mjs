@@ -56,6 +56,23 @@ test('tokenize equals the reference ids', () => {
 test('webgpu is the default backend of the Node CLI', () => {
   const r = run(['generate', '--model', join(models, 'dense'), '--prompt-ids', '2,7', '--max-new-tokens', '3', '--json']);
   assert.equal(r.stats.backend, 'webgpu');
+  assert.ok(r.stats.gpu_fill >= 1, `gpu_fill ${r.stats.gpu_fill}`);
+});
+
+test('--gpu-fill pins the fill: a seeded sampled run repeats; it goes with webgpu only', () => {
+  const sampled = ['generate', '--model', join(models, 'dense'), '--assistant', join(models, 'dense', 'assistant_plain'),
+                   '--prompt-ids', '2,7,9', '--max-new-tokens', '12', '--temperature', '1.5', '--seed', '4', '--json'];
+  const a = run([...sampled, '--gpu-fill', '3']), b = run([...sampled, '--gpu-fill', '3']);
+  assert.equal(a.stats.gpu_fill, 3);
+  assert.deepEqual(a.tokens, b.tokens);
+  const r = spawnSync(process.execPath, [cli, 'generate', '--model', join(models, 'dense'), '--prompt-ids', '2',
+                                         '--backend', 'cpu', '--gpu-fill', '3'], { encoding: 'utf8' });
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /--gpu-fill goes with --backend webgpu/);
+  const big = spawnSync(process.execPath, [cli, 'generate', '--model', join(models, 'dense'), '--prompt-ids', '2',
+                                           '--gpu-fill', '70000'], { encoding: 'utf8' });
+  assert.equal(big.status, 1);
+  assert.match(big.stderr, /--gpu-fill must be an integer in \[0, 65536\]/);
 });
 
 test('--gpu-validation off gives the reference tokens; a value other than on or off is an error', () => {
