@@ -35,7 +35,11 @@ for (const name of readdirSync(models).sort()) {
         }
       }
       assert.ok(checked > 0);
-      // Without recorded logits only ids come back, and steps are recorded ahead of each read.
+    }
+    // Without recorded logits only ids come back, and steps are recorded ahead of each read: the
+    // shortest and the longest prompt.
+    const byLength = [...golden.prompts].sort((a, b) => a.prompt_ids.length - b.prompt_ids.length);
+    for (const p of [byLength[0], byLength.at(-1)]) {
       const ids = run(['generate', '--model', dir, '--prompt-ids', p.prompt_ids.join(','), '--max-new-tokens',
                        String(golden.max_new_tokens), '--json']);
       assert.deepEqual(ids.tokens, p.greedy_tokens);
