@@ -70,8 +70,11 @@ export async function runSweep(factory, { backend, model, assistant, tokenizer, 
       await rt.load({ target: model, assistant, ...(tokenizer ? { tokenizer } : {}), draftTokens: k, draftPolicy: policy });
       const ask = (content, mtp, maxTokens) => rt.chat.completions.create({
         messages: [{ role: 'user', content }], max_tokens: maxTokens, temperature: 0, mtp });
-      // Kernels compiled for both shapes before anything is timed.
-      for (const mtp of [false, true]) await ask(prompts[0], mtp, Math.min(tokens, 2 * kMax + 2));
+      // Kernels compiled before anything is timed: plain steps, and rounds of every size either
+      // policy may choose (a request's first round wants k drafts and drafts what its budget
+      // still holds, so budgets of 2 to k + 2 tokens make rounds of 0 to k drafts).
+      await ask(prompts[0], false, Math.min(tokens, 2 * kMax + 2));
+      for (let budget = 2; budget <= k + 2; budget++) await ask(prompts[0], true, budget);
       const plain = [], spec = [];
       let differing = 0, first = null;
       for (let p = 0; p < prompts.length; p++) {
