@@ -129,7 +129,7 @@ TEST_F(AdaptiveTest, SampledOutputEqualsPlainSampling) {
 }
 
 // The classic rule (a request without a seed): rounds of any K and plain steps, consistent
-// counters, and the same tokens again for the same seed and rounds.
+// counters, and the same tokens again for the same seed and the same rounds.
 TEST_F(AdaptiveTest, ClassicSamplingRunsEveryKindOfRound) {
   GenerateOptions o;
   o.max_new_tokens = 80;
@@ -142,10 +142,12 @@ TEST_F(AdaptiveTest, ClassicSamplingRunsEveryKindOfRound) {
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(r->tokens.size(), 80u);
     ExpectConsistentCounters(*r, 2);
-    auto again = GenerateSpeculative(*target_, *as, std::vector<int32_t>{2, 40, 41, 42}, o, 2);
+    // Under the fixed policy the rounds, and so the tokens, repeat.
     auto fixed = GenerateSpeculative(*target_, *as, std::vector<int32_t>{2, 40, 41, 42}, o, 2);
+    auto again = GenerateSpeculative(*target_, *as, std::vector<int32_t>{2, 40, 41, 42}, o, 2);
     ASSERT_TRUE(again.ok() && fixed.ok());
     EXPECT_EQ(again->tokens, fixed->tokens);
+    EXPECT_EQ(again->stats.accepted_per_round, fixed->stats.accepted_per_round);
   }
 }
 

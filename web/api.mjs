@@ -151,7 +151,10 @@ async function requestGpu(profile, validation = true) {
 const measuredFill = new Map();
 function adapterKey(device) {
   const a = device?.adapterInfo;
-  return a ? [a.vendor, a.architecture, a.device, a.description, [...device.features].sort().join(' ')].join('|') : null;
+  if (!a) return null;  // nothing to tell adapters apart by: each load measures
+  const l = device.limits;
+  return [a.vendor, a.architecture, a.device, a.description, a.isFallbackAdapter, [...device.features].sort().join(' '),
+          l.maxComputeInvocationsPerWorkgroup, l.maxStorageBufferBindingSize, l.maxComputeWorkgroupStorageSize].join('|');
 }
 
 const emptyCounters = () => ({ requests: 0, prompt_tokens: 0, completion_tokens: 0, rounds: 0, drafted: 0, accepted: 0,
@@ -283,6 +286,7 @@ class Runtime {
       const fillKey = adapterKey(device);
       const gpuFill = checkLimit('load', 'gpuFill', args.gpuFill, limits.gpu_fill) ?? measuredFill.get(fillKey) ??
                       limits.gpu_fill.default;
+      if (!device && gpuFill) throw new TypeError('gemma4 load: gpuFill goes with the webgpu backend');
       if (fresh) {
         // A tokenizer given apart is not looked for beside the target.
         await target.describe(args.tokenizer !== undefined ? ['tokenizer.json'] : []);
@@ -330,7 +334,9 @@ class Runtime {
       const gpuError = await inst.gpu?.settle();
       if (gpuError) throw new Error(`gemma4 load: ${gpuError.message}`);
       this.#info = JSON.parse(await inst.callText('g4_rt_info', rt));
-      if (fillKey && gpuFill === 0 && this.#info.gpu_fill) measuredFill.set(fillKey, this.#info.gpu_fill);
+      if (fillKey && gpuFill === 0 && !measuredFill.has(fillKey) && this.#info.gpu_fill) {
+        measuredFill.set(fillKey, this.#info.gpu_fill);
+      }
     } catch (e) {
       if (rt) inst.exports.g4_rt_free(rt);
       this.#leftBehind = inst.gpu ? inst.gpu.liveBuffers() : 0;

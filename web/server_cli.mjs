@@ -49,7 +49,7 @@ function parse(argv) {
     model: values.model, assistant: values.assistant, tokenizer: values.tokenizer, host: values.host,
     apiKey: values['api-key'] ?? process.env.GEMMA4_API_KEY ?? null, backend: values.backend,
     port: integer(values, 'port', 0, 65535), context: integer(values, 'context', 1),
-    draftTokens: integer(values, 'draft-tokens', 1), gpuFill: integer(values, 'gpu-fill', 0),
+    draftTokens: integer(values, 'draft-tokens', 1), gpuFill: integer(values, 'gpu-fill', 0, 65536),
     maxQueue: integer(values, 'max-queue', 0),
     maxBody: integer(values, 'max-body', 1),
   };

@@ -58,7 +58,6 @@ class Sampler {
   // when that is not enough: greedy or no top-k, logits tied at the k-th place, or an id or a
   // logit among them that is not finite (the whole row then tells).
   int SampleTop(std::span<const std::pair<int, float>> top, uint64_t index) const;
-  uint64_t seed() const { return options_.seed; }
 
  private:
   SamplerOptions options_;

@@ -1,9 +1,10 @@
 // Speculative decoding with the MTP assistant, as GEMMA4.md defines the round: the assistant
 // drafts K tokens at one position from the target's last hidden state; one batched target
-// forward verifies [seed, drafts]; the longest matching prefix (greedy) or the drafts that pass
-// min(1, p/q) (sampling) are kept, plus the target's bonus token; the cache is rolled back to
-// what was kept. Greedy output equals plain greedy decoding; sampled output follows the target's
-// distribution.
+// forward verifies [seed, drafts]; the longest prefix of drafts equal to the target's own choices
+// (greedy, or seeded sampling with keyed draws: see Sampler) or of drafts that pass min(1, p/q)
+// (unseeded sampling) is kept, plus the target's bonus token; the cache is rolled back to what
+// was kept. Greedy and seeded sampled output equal plain decoding's; sampled output follows the
+// target's distribution.
 #pragma once
 
 #include "model/assistant.h"

@@ -159,6 +159,7 @@ Result<std::unique_ptr<g4::Engine>> Create(const json& request) {
   G4_RETURN_IF_ERROR(f.status());
   G4_ASSIGN_OR_RETURN(options.draft_policy, g4::ParseDraftPolicy(policy, g4::limits::kDraftPolicy.key));
   if (options.target.empty()) return g4::InvalidArgument("target is required");
+  if (fill != 0 && backend != "webgpu") return g4::InvalidArgument("gpu_fill goes with the webgpu backend");
   if (!G4_MTP && !options.assistant.empty()) {
     return g4::InvalidArgument("this build has no speculative decoding; an assistant needs createGemma4Mtp");
   }

@@ -48,7 +48,7 @@ test(`${CYCLES} load/reset/unload cycles leave no GPU buffer and bounded RSS`, {
   assert.ok(last - reference <= RSS_BOUND_MB, `RSS grew ${(last - reference).toFixed(0)} MB (bound ${RSS_BOUND_MB}); ${trail}`);
 });
 
-test('gpuFill pins the fill a load uses', { timeout: 120000 }, async () => {
+test('gpuFill pins the fill a load uses, on WebGPU only', { timeout: 120000 }, async () => {
   const g = await createGemma4();
   for (const gpuFill of [1, 7]) {
     await g.load({ target: model, tokenizer, gpuFill });
@@ -56,4 +56,9 @@ test('gpuFill pins the fill a load uses', { timeout: 120000 }, async () => {
     await g.unload();
   }
   await assert.rejects(g.load({ target: model, tokenizer, gpuFill: 65537 }), /gpuFill must be an integer in \[0, 65536\]/);
+  const cpu = await createGemma4({ backend: 'cpu' });
+  await assert.rejects(cpu.load({ target: model, tokenizer, gpuFill: 3 }), /gpuFill goes with the webgpu backend/);
+  await cpu.load({ target: model, tokenizer, gpuFill: 0 });
+  assert.equal(cpu.stats().model.gpu_fill, 0);
+  await cpu.unload();
 });
