@@ -119,7 +119,8 @@ std::vector<float> Shape(const SamplerOptions& o, size_t n, Logit logit) {
 }
 
 // A race over candidates (`prob(i)`, `id(i)`, i < n): each positive probability p races E / p
-// with E = -log(u), u in (0, 1) from the noise key and the id; the least wins. kNotFinite, with nothing drawn, when the mass is not finite or nothing is positive.
+// with E = -log(u), u in (0, 1) from the noise key and the id; the least wins. kNotFinite, with
+// nothing drawn, when the mass is not finite or nothing is positive.
 template <typename Prob, typename Id>
 int Race(size_t n, Prob prob, Id id, uint64_t key) {
   double mass = 0.0;

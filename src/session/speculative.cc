@@ -99,7 +99,6 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
   // the same noise), so the tokens are plain decoding's, drafts or not; else the classic rule.
   auto choose = [&](std::span<const float> row, size_t index) { return sampler.Sample(row, index); };
   const bool coupled = greedy || options.sampler.repeatable;
-  const uint64_t seed_bits = options.sampler.seed;
 
   // Greedy rounds without recorded logits read back token ids only (argmax on the backend).
   const bool ids_only = greedy && options.top_logits == 0;
@@ -227,7 +226,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
           tok = choose(draft_logits, e + j);
         } else {
           q_dists.push_back(sampler.Distribution(draft_logits));
-          tok = DrawFrom(q_dists.back(), seed_bits, e + j);
+          tok = DrawFrom(q_dists.back(), options.sampler.seed, e + j);
         }
         if (tok < 0) {
           round.drafts.push_back(0);
@@ -259,8 +258,8 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
           const std::vector<float> pd = sampler.Distribution(row(m));
           const int c = round.drafts[m];
           const double ratio = q_dists[m][c] > 0.0f ? static_cast<double>(pd[c]) / q_dists[m][c] : 0.0;
-          if (KeyedUniform(seed_bits, e + m, kAcceptStream) < ratio) continue;
-          bonus = SampleResidual(pd, q_dists[m], seed_bits, e + m);
+          if (KeyedUniform(options.sampler.seed, e + m, kAcceptStream) < ratio) continue;
+          bonus = SampleResidual(pd, q_dists[m], options.sampler.seed, e + m);
           rejected = true;
           break;
         }
