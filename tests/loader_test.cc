@@ -77,8 +77,9 @@ class CountingBackend final : public Backend {
   void Argmax(F32 i, F32 x, int r, int c) override { inner_->Argmax(In(i), In(x), r, c); }
   void GatherMatVec(F32 o, F32 i, const Weight& w, std::span<const int32_t> r) override { inner_->GatherMatVec(In(o), In(i), In(w), r); }
   void Softcap(F32 x, size_t n, float c) override { inner_->Softcap(In(x), n, c); }
-  void MoeRoute(F32 i, F32 w, F32 x, const Weight& s, const Weight& p, const Weight& e, const MoeShape& m, float eps) override {
-    inner_->MoeRoute(In(i), In(w), In(x), In(s), In(p), In(e), m, eps);
+  void MoeRoute(F32 i, F32 w, F32 l, F32 n, F32 x, const Weight& s, const Weight& p, const Weight& e, const MoeShape& m,
+                float eps) override {
+    inner_->MoeRoute(In(i), In(w), In(l), In(n), In(x), In(s), In(p), In(e), m, eps);
   }
   void MoeExperts(F32 o, F32 h, F32 x, const Weight& gu, const Weight& d, F32 i, F32 w, const MoeShape& m) override {
     inner_->MoeExperts(In(o), In(h), In(x), In(gu), In(d), In(i), In(w), m);

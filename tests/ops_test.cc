@@ -189,8 +189,8 @@ TEST_F(OpsTest, RouterPicksTopKRenormalisesAndScales) {
   Weight scale = MakeWeight({1, 1}, 1, 2, DType::kF32);
   Weight proj = MakeWeight({0, 0, 1, 1, 0.5f, 0.5f}, 3, 2, DType::kF32);
   Weight per_expert = MakeWeight({1.0f, 2.0f, 3.0f}, 1, 3, DType::kF32);
-  F32 idx = Floats({0, 0}), w = Floats({0, 0});
-  be_->MoeRoute(idx, w, x, scale, proj, per_expert, MoeShape{1, 2, 3, 2, 1}, 0.0f);
+  F32 idx = Floats({0, 0}), w = Floats({0, 0}), logits = Floats({0, 0, 0}), normed = Floats({0, 0});
+  be_->MoeRoute(idx, w, logits, normed, x, scale, proj, per_expert, MoeShape{1, 2, 3, 2, 1}, 0.0f);
   auto i = Read(idx, 2), wt = Read(w, 2);
   EXPECT_EQ(i[0], 1.0f);
   EXPECT_EQ(i[1], 2.0f);

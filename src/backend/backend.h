@@ -212,7 +212,9 @@ class Backend {
   virtual void Softcap(F32 x, size_t count, float cap) = 0;
   // Router: p = softmax(proj(rmsnorm(x) * scale * hidden^-0.5)); top_k of p renormalised to sum 1,
   // times per_expert_scale. x: (rows, hidden); indices, weights: (rows, top_k), indices as floats.
-  virtual void MoeRoute(F32 indices, F32 weights, F32 x, const Weight& scale, const Weight& proj,
+  // logits_scratch: (rows, experts) and normed_scratch: (rows, hidden), overwritten.
+  virtual void MoeRoute(F32 indices, F32 weights, F32 logits_scratch, F32 normed_scratch, F32 x,
+                        const Weight& scale, const Weight& proj,
                         const Weight& per_expert_scale, const MoeShape& shape, float eps) = 0;
   // out[r] = sum_j weights[r, j] * down_e(h[r, j]), h[r, j] = gelu(gate_e x[r]) * up_e x[r],
   // e = indices[r, j]; gate_up: (experts, 2 * width, hidden), gate rows first; down: (experts,

@@ -64,7 +64,8 @@ void RunLayer(Backend& be, const ModelConfig& c, int i, const LayerWeights& lw, 
     const MoeShape ms{n, H, c.num_experts, c.top_k_experts, c.moe_intermediate};
     const F32 idx = b.route, wts = b.route.At(static_cast<size_t>(n) * c.top_k_experts);
     be.RmsNorm(b.o, b.o, lw.post_ff_norm_1, n, H, c.rms_eps);
-    be.MoeRoute(idx, wts, res.x, lw.router_scale, lw.router_proj, lw.per_expert_scale, ms, c.rms_eps);
+    // b.gate and b.h are free until the experts' input norm: the router's scratch.
+    be.MoeRoute(idx, wts, b.gate, b.h, res.x, lw.router_scale, lw.router_proj, lw.per_expert_scale, ms, c.rms_eps);
     be.RmsNorm(b.h, res.x, lw.pre_ff_norm_2, n, H, c.rms_eps);
     be.MoeExperts(b.f, b.moe_act, b.h, lw.experts_gate_up, lw.experts_down, idx, wts, ms);
     be.RmsNorm(b.f, b.f, lw.post_ff_norm_2, n, H, c.rms_eps);

@@ -16,7 +16,7 @@ enum ScratchSlot {
   kF,        // (rows, hidden) MoE expert output
   kQ,        // (rows, heads * head_dim)
   kAttn,     // (rows, heads * head_dim)
-  kGate,     // (rows, intermediate)
+  kGate,     // (rows, max(intermediate, experts)); also the router's logits
   kUp,       // (rows, intermediate)
   kPle,      // (rows, layers * ple_dim)
   kPleTok,   // (rows, layers * ple_dim)
@@ -105,7 +105,7 @@ Result<std::unique_ptr<KvCache>> Model::NewCache(int64_t max_positions, int rese
 }
 
 std::vector<size_t> Model::ScratchFloats(const ModelConfig& c, int rows) {
-  int max_q = 0, max_inter = 0;
+  int max_q = 0, max_inter = c.moe ? c.num_experts : 0;  // kGate also holds the router's logits
   for (const auto& l : c.layers) {
     max_q = std::max(max_q, l.heads * l.head_dim);
     max_inter = std::max(max_inter, l.intermediate);

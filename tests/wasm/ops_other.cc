@@ -229,12 +229,28 @@ void RunOther(Backend& gpu, Backend& cpu) {
     Weight gu = s.MakeWeight(Random(ne * 2 * width * hid, 0.3f), ne, 2 * width, hid, DType::kBF16);
     Weight down = s.MakeWeight(Random(ne * hid * width, 0.3f), ne, hid, width, DType::kF16);
     const MoeShape ms{rows, hid, ne, k, width};
-    s.be->MoeRoute(idx, wts, x, scale, proj, pes, ms, 1e-6f);
+    s.be->MoeRoute(idx, wts, s.Floats(std::vector<float>(rows * ne)), s.Floats(std::vector<float>(rows * hid)), x,
+                   scale, proj, pes, ms, 1e-6f);
     F32 act = s.Floats(std::vector<float>(rows * k * width));
     s.be->MoeExperts(out, act, x, gu, down, idx, wts, ms);
     auto r = s.Read(idx, rows * k), w = s.Read(wts, rows * k), o = s.Read(out, rows * hid);
     r.insert(r.end(), w.begin(), w.end());
     r.insert(r.end(), o.begin(), o.end());
+    return r;
+  });
+  // The router alone at the 26B-A4B's 128 experts, top 8, over more rows than matvec.wgsl takes
+  // (prefill: the norm, then the tiles).
+  Case("moe_route_prefill_BF16", gpu, cpu, 1e-10, [&](Side& s) {
+    const int rows = 12, hid = 64, ne = 128, k = 8;
+    F32 x = s.Floats(Random(rows * hid, 2.0f)), idx = s.Floats(std::vector<float>(rows * k)),
+        wts = s.Floats(std::vector<float>(rows * k));
+    Weight scale = s.MakeWeight(Random(hid), 1, 1, hid, DType::kBF16);
+    Weight proj = s.MakeWeight(Random(ne * hid), 1, ne, hid, DType::kBF16);
+    Weight pes = s.MakeWeight(Random(ne), 1, 1, ne, DType::kF32);
+    s.be->MoeRoute(idx, wts, s.Floats(std::vector<float>(rows * ne)), s.Floats(std::vector<float>(rows * hid)), x,
+                   scale, proj, pes, MoeShape{rows, hid, ne, k, 1}, 1e-6f);
+    auto r = s.Read(idx, rows * k);
+    Append(r, s.Read(wts, rows * k));
     return r;
   });
   // The experts alone at the model's ratio (hidden = 4 x width), rows long enough that each lane
@@ -270,7 +286,8 @@ void RunOther(Backend& gpu, Backend& cpu) {
       Weight gu = s.MakeQuantized(Random(ne * 2 * width * hid, 0.3f), ne, 2 * width, hid, dt);
       Weight down = s.MakeQuantized(Random(ne * hid * width, 0.3f), ne, hid, width, dt);
       const MoeShape ms{rows, hid, ne, k, width};
-      s.be->MoeRoute(idx, wts, x, scale, proj, pes, ms, 1e-6f);
+      s.be->MoeRoute(idx, wts, s.Floats(std::vector<float>(rows * ne)), s.Floats(std::vector<float>(rows * hid)), x,
+                     scale, proj, pes, ms, 1e-6f);
       F32 act = s.Floats(std::vector<float>(rows * k * width));
       s.be->MoeExperts(out, act, x, gu, down, idx, wts, ms);
       auto r = s.Read(idx, rows * k), w = s.Read(wts, rows * k), o = s.Read(out, rows * hid);

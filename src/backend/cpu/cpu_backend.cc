@@ -381,8 +381,8 @@ class CpuBackend final : public Backend {
     for (size_t i = 0; i < count; ++i) p[i] = std::tanh(p[i] / cap) * cap;
   }
 
-  void MoeRoute(F32 indices, F32 weights, F32 x, const Weight& scale, const Weight& proj,
-                const Weight& per_expert_scale, const MoeShape& s, float eps) override {
+  void MoeRoute(F32 indices, F32 weights, F32 /*logits_scratch*/, F32 /*normed_scratch*/, F32 x, const Weight& scale,
+                const Weight& proj, const Weight& per_expert_scale, const MoeShape& s, float eps) override {
     const float* xp = Ptr(x);
     float *ip = Ptr(indices), *wp = Ptr(weights);
     const float root = 1.0f / std::sqrt(static_cast<float>(s.hidden));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -340,12 +341,16 @@ void WebGpuBackend::AcceptDrafts(F32 result, F32 drafts, F32 target, int k) {
   Run<wgsl::Accept>({}, {At(result), At(drafts), At(target), static_cast<uint32_t>(k)}, 1);
 }
 
-void WebGpuBackend::MoeRoute(F32 indices, F32 weights, F32 x, const Weight& scale, const Weight& proj,
-                             const Weight& per_expert_scale, const MoeShape& s, float eps) {
-  RunThreads<wgsl::MoeRoute>({}, {At(indices), At(weights), At(x), static_cast<uint32_t>(s.rows),
-                                  static_cast<uint32_t>(s.hidden), static_cast<uint32_t>(s.experts),
-                                  static_cast<uint32_t>(s.top_k), eps},
-                             s.rows, {&scale, &proj, &per_expert_scale});
+void WebGpuBackend::MoeRoute(F32 indices, F32 weights, F32 logits_scratch, F32 normed_scratch, F32 x,
+                             const Weight& scale, const Weight& proj, const Weight& per_expert_scale,
+                             const MoeShape& s, float eps) {
+  // The logits as any normed product (every row's input read once per expert, spread over the
+  // device), then a thread a row for the softmax and the top k of a few hundred experts.
+  NormMatMul(logits_scratch, normed_scratch, x, scale, eps, proj, s.rows, {});
+  RunThreads<wgsl::MoeRoute>({}, {At(indices), At(weights), At(logits_scratch), static_cast<uint32_t>(s.rows),
+                                  static_cast<uint32_t>(s.experts), static_cast<uint32_t>(s.top_k),
+                                  1.0f / std::sqrt(static_cast<float>(s.hidden))},
+                             s.rows, {&per_expert_scale});
 }
 
 void WebGpuBackend::MoeExperts(F32 out, F32 act_scratch, F32 x, const Weight& gate_up, const Weight& down,

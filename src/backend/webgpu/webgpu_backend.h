@@ -66,8 +66,8 @@ class WebGpuBackend final : public Backend {
   void TopKValues(F32 out, F32 x, int cols, int k) override;
   void ArgmaxKeyed(F32 id, F32 x, F32 keys, int cols) override;
   void AcceptDrafts(F32 result, F32 drafts, F32 target, int k) override;
-  void MoeRoute(F32 indices, F32 weights, F32 x, const Weight& scale, const Weight& proj,
-                const Weight& per_expert_scale, const MoeShape& shape, float eps) override;
+  void MoeRoute(F32 indices, F32 weights, F32 logits_scratch, F32 normed_scratch, F32 x, const Weight& scale,
+                const Weight& proj, const Weight& per_expert_scale, const MoeShape& shape, float eps) override;
   void MoeExperts(F32 out, F32 act_scratch, F32 x, const Weight& gate_up, const Weight& down, F32 indices,
                   F32 weights, const MoeShape& shape) override;
 
