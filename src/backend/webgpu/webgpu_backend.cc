@@ -345,12 +345,12 @@ void WebGpuBackend::MoeRoute(F32 indices, F32 weights, F32 logits_scratch, F32 n
                              const Weight& scale, const Weight& proj, const Weight& per_expert_scale,
                              const MoeShape& s, float eps) {
   // The logits as any normed product (every row's input read once per expert, spread over the
-  // device), then a thread a row for the softmax and the top k of a few hundred experts.
+  // device), then a workgroup a row for the softmax and the top k of a few hundred experts.
   NormMatMul(logits_scratch, normed_scratch, x, scale, eps, proj, s.rows, {});
-  RunThreads<wgsl::MoeRoute>({}, {At(indices), At(weights), At(logits_scratch), static_cast<uint32_t>(s.rows),
-                                  static_cast<uint32_t>(s.experts), static_cast<uint32_t>(s.top_k),
-                                  1.0f / std::sqrt(static_cast<float>(s.hidden))},
-                             s.rows, {&per_expert_scale});
+  Run<wgsl::MoeRoute>({}, {At(indices), At(weights), At(logits_scratch), static_cast<uint32_t>(s.rows),
+                           static_cast<uint32_t>(s.experts), static_cast<uint32_t>(s.top_k),
+                           1.0f / std::sqrt(static_cast<float>(s.hidden))},
+                      s.rows, {&per_expert_scale});
 }
 
 void WebGpuBackend::MoeExperts(F32 out, F32 act_scratch, F32 x, const Weight& gate_up, const Weight& down,

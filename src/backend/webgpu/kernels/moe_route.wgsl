@@ -1,6 +1,8 @@
-// The MoE router's choice, a thread a row, from its logits (the products of the normed input with
-// the router's matrix, made before by matvec.wgsl or the tiles): softmax over experts of
-// logits * scale, its top k renormalised to sum 1, times the per-expert scale (W1).
+// The MoE router's choice, a workgroup a row, from its logits (the products of the normed input
+// with the router's matrix, made before by matvec.wgsl or the tiles): softmax over experts of
+// logits * scale, its top k renormalised to sum 1, times the per-expert scale (W1). The top k are
+// taken one at a time, each the workgroup's largest remaining probability (the lowest expert
+// among equals, as the CPU reference's stable sort).
 //! uses weights
 struct Params {
   indices: u32,  // out: (rows, top_k), as floats
@@ -11,28 +13,59 @@ struct Params {
   top_k: u32,    // at most 32
   scale: f32,    // hidden^-0.5
 }
+var<workgroup> probs: array<f32, 256>;  // exp(logit - max); -1 once taken
+var<workgroup> red: array<f32, 64>;
+var<workgroup> red_i: array<u32, 64>;
+var<workgroup> chosen: array<u32, 32>;
+
 @compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
-  let r = gid(id, n);
-  let ne = P.experts; let k = P.top_k;
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(num_workgroups) n: vec3<u32>) {
+  let r = wid(wg, n);
   if (r >= P.rows) { return; }
+  let ne = P.experts; let k = P.top_k; let t = lid.x;
   let logits = P.logits + r * ne;
-  var mx = -3.0e38;
-  for (var e = 0u; e < ne; e++) { mx = max(mx, af(logits + e) * P.scale); }
-  var probs: array<f32, 256>;
-  var sum = 0.0;
-  for (var e = 0u; e < ne; e++) { probs[e] = exp(af(logits + e) * P.scale - mx); sum += probs[e]; }
-  var taken: array<bool, 256>;
-  var top_sum = 0.0;
-  var chosen: array<u32, 32>;
-  for (var j = 0u; j < k; j++) {
-    var best = 0u; var bv = -1.0;
-    for (var e = 0u; e < ne; e++) { if (!taken[e] && probs[e] / sum > bv) { bv = probs[e] / sum; best = e; } }
-    taken[best] = true; chosen[j] = best; top_sum += bv;
+  var m = -3.0e38;
+  for (var e = t; e < ne; e += 64u) { m = max(m, af(logits + e) * P.scale); }
+  red[t] = m;
+  workgroupBarrier();
+  for (var h = 32u; h > 0u; h >>= 1u) {
+    if (t < h) { red[t] = max(red[t], red[t + h]); }
+    workgroupBarrier();
   }
+  let mx = red[0];
+  workgroupBarrier();
+  var s = 0.0;
+  for (var e = t; e < ne; e += 64u) { let p = exp(af(logits + e) * P.scale - mx); probs[e] = p; s += p; }
+  red[t] = s;
+  workgroupBarrier();
+  for (var h = 32u; h > 0u; h >>= 1u) {
+    if (t < h) { red[t] += red[t + h]; }
+    workgroupBarrier();
+  }
+  let sum = red[0];
+  workgroupBarrier();
+  var top_sum = 0.0;
   for (var j = 0u; j < k; j++) {
-    let e = chosen[j];
-    afset(P.indices + r * k + j, f32(e));
-    afset(P.weights + r * k + j, probs[e] / sum / top_sum * welem(1u, e));
+    var bv = -1.0; var bi = 0u;
+    for (var e = t; e < ne; e += 64u) { if (probs[e] > bv) { bv = probs[e]; bi = e; } }
+    red[t] = bv; red_i[t] = bi;
+    workgroupBarrier();
+    for (var h = 32u; h > 0u; h >>= 1u) {
+      if (t < h && (red[t + h] > red[t] || (red[t + h] == red[t] && red_i[t + h] < red_i[t]))) {
+        red[t] = red[t + h]; red_i[t] = red_i[t + h];
+      }
+      workgroupBarrier();
+    }
+    let e = red_i[0];
+    top_sum += red[0] / sum;
+    workgroupBarrier();  // every thread has read the winner before it is marked
+    if (t == 0u) { chosen[j] = e; probs[e] = -1.0; }
+    workgroupBarrier();
+  }
+  if (t < k) {
+    let e = chosen[t];
+    afset(P.indices + r * k + t, f32(e));
+    afset(P.weights + r * k + t, exp(af(logits + e) * P.scale - mx) / sum / top_sum * welem(1u, e));
   }
 }
