@@ -105,13 +105,14 @@ Result<std::unique_ptr<KvCache>> Model::NewCache(int64_t max_positions, int rese
 }
 
 std::vector<size_t> Model::ScratchFloats(const ModelConfig& c, int rows) {
-  int max_q = 0, max_inter = c.moe ? c.num_experts : 0;  // kGate also holds the router's logits
+  int max_q = 0, max_inter = 0;
   for (const auto& l : c.layers) {
     max_q = std::max(max_q, l.heads * l.head_dim);
     max_inter = std::max(max_inter, l.intermediate);
   }
   const size_t n = rows, pl = static_cast<size_t>(c.num_layers) * c.ple_dim;
-  return {n * c.hidden, n * c.hidden, n * c.hidden, n * c.hidden, n * max_q, n * max_q, n * max_inter, n * max_inter,
+  const size_t gate = n * std::max(max_inter, c.moe ? c.num_experts : 0);  // also the router's logits
+  return {n * c.hidden, n * c.hidden, n * c.hidden, n * c.hidden, n * max_q, n * max_q, gate, n * max_inter,
           std::max<size_t>(1, n * pl), std::max<size_t>(1, n * pl), std::max<size_t>(1, n * c.ple_dim),
           std::max<size_t>(1, n * 2 * c.top_k_experts), std::min<size_t>(n, kLogitRows) * c.vocab,
           std::max<size_t>(n, 2 * Backend::kMaxTopKValues), n * c.hidden,

@@ -18,6 +18,19 @@ var<workgroup> red: array<f32, 64>;
 var<workgroup> red_i: array<u32, 64>;
 var<workgroup> chosen: array<u32, 32>;
 
+// The sum (or, take_max, the largest) of every thread's v, for all of them.
+fn reduced(t: u32, v: f32, take_max: bool) -> f32 {
+  red[t] = v;
+  workgroupBarrier();
+  for (var h = 32u; h > 0u; h >>= 1u) {
+    if (t < h) { red[t] = select(red[t] + red[t + h], max(red[t], red[t + h]), take_max); }
+    workgroupBarrier();
+  }
+  let total = red[0];
+  workgroupBarrier();  // every thread has read it before red is written again
+  return total;
+}
+
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
@@ -27,24 +40,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   let logits = P.logits + r * ne;
   var m = -3.0e38;
   for (var e = t; e < ne; e += 64u) { m = max(m, af(logits + e) * P.scale); }
-  red[t] = m;
-  workgroupBarrier();
-  for (var h = 32u; h > 0u; h >>= 1u) {
-    if (t < h) { red[t] = max(red[t], red[t + h]); }
-    workgroupBarrier();
-  }
-  let mx = red[0];
-  workgroupBarrier();
+  let mx = reduced(t, m, true);
   var s = 0.0;
   for (var e = t; e < ne; e += 64u) { let p = exp(af(logits + e) * P.scale - mx); probs[e] = p; s += p; }
-  red[t] = s;
-  workgroupBarrier();
-  for (var h = 32u; h > 0u; h >>= 1u) {
-    if (t < h) { red[t] += red[t + h]; }
-    workgroupBarrier();
-  }
-  let sum = red[0];
-  workgroupBarrier();
+  let sum = reduced(t, s, false);
   var top_sum = 0.0;
   for (var j = 0u; j < k; j++) {
     var bv = -1.0; var bi = 0u;
