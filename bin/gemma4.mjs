@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runCli } from '../web/wasm_host.mjs';
-import { dawnToggles } from '../web/dawn_toggles.mjs';
+import { nodeDevice } from '../web/node_device.mjs';
 
 const argv = process.argv.slice(2);
 // --gpu-validation on|off (this front end's own flag, taken out before the core sees the rest):
@@ -46,24 +46,12 @@ const backendAt = argv.indexOf('--backend');
 const wantsGpu = (backendAt >= 0 && argv[backendAt + 1] === 'webgpu') || argv.includes('--backend=webgpu');
 let device = null;
 if (wantsGpu) {
-  const { create, globals } = await import('webgpu');
-  Object.assign(globalThis, globals);
-  const gpuRoot = create(dawnToggles({ validation }));
-  const adapter = await gpuRoot.requestAdapter();
-  if (!adapter) {
+  // G4_NO_SUBGROUPS=1 leaves subgroups off (the workgroup-memory reductions), to compare.
+  device = await nodeDevice({ validation, subgroups: process.env.G4_NO_SUBGROUPS !== '1' });
+  if (!device) {
     process.stderr.write('gemma4: no WebGPU adapter (on a machine without a GPU: source .lavapipe/env.sh)\n');
     process.exit(1);
   }
-  // Timestamps for `bench`'s kernel profile and subgroups for the reductions, where the adapter has them.
-  // G4_NO_SUBGROUPS=1 leaves subgroups off (the workgroup-memory reductions), to compare.
-  const wanted = ['timestamp-query', ...(process.env.G4_NO_SUBGROUPS === '1' ? [] : ['subgroups'])];
-  const requiredFeatures = wanted.filter((f) => adapter.features.has(f));
-  device = await adapter.requestDevice({
-    requiredFeatures,
-    requiredLimits: { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
-                      maxBufferSize: adapter.limits.maxBufferSize },
-  });
-  globalThis.__g4_gpu = { gpuRoot, adapter };  // Dawn objects stay referenced while in use
 }
 process.exitCode = await runCli(wasmPath, argv, { device });
 device?.destroy();

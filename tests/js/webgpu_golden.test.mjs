@@ -1,25 +1,26 @@
 // The WebGPU backend (WebAssembly + Dawn, on Mesa lavapipe without a GPU) against the reference
 // goldens: greedy tokens identical, the final logits that chose them within tolerance, and the
-// speculative rounds of every assistant identical.
+// speculative rounds of every assistant identical. The CLI's module runs inside this process, on
+// one device for all the runs (cli.mjs: runJsonHere).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, existsSync, mkdtempSync, cpSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runJson, root } from './cli.mjs';
+import { runJsonHere, root } from './cli.mjs';
 
 const models = join(root, 'testdata', 'models');
 const TOLERANCE = 2e-3;
 
-const run = (args) => runJson([...args, '--backend', 'webgpu']);
+const run = (args) => runJsonHere([...args, '--backend', 'webgpu']);
 
 for (const name of readdirSync(models).sort()) {
   const dir = join(models, name);
   if (!existsSync(join(dir, 'golden.json'))) continue;
   const golden = JSON.parse(readFileSync(join(dir, 'golden.json'), 'utf8'));
-  test(`${name}: webgpu greedy tokens and logits equal the reference`, () => {
+  test(`${name}: webgpu greedy tokens and logits equal the reference`, async () => {
     for (const p of golden.prompts) {
-      const r = run(['generate', '--model', dir, '--prompt-ids', p.prompt_ids.join(','), '--max-new-tokens',
+      const r = await run(['generate', '--model', dir, '--prompt-ids', p.prompt_ids.join(','), '--max-new-tokens',
                      String(golden.max_new_tokens), '--top-logits', '2', '--json']);
       assert.equal(r.stats.backend, 'webgpu');
       assert.deepEqual(r.tokens, p.greedy_tokens);
@@ -40,7 +41,7 @@ for (const name of readdirSync(models).sort()) {
     // shortest and the longest prompt.
     const byLength = [...golden.prompts].sort((a, b) => a.prompt_ids.length - b.prompt_ids.length);
     for (const p of [byLength[0], byLength.at(-1)]) {
-      const ids = run(['generate', '--model', dir, '--prompt-ids', p.prompt_ids.join(','), '--max-new-tokens',
+      const ids = await run(['generate', '--model', dir, '--prompt-ids', p.prompt_ids.join(','), '--max-new-tokens',
                        String(golden.max_new_tokens), '--json']);
       assert.deepEqual(ids.tokens, p.greedy_tokens);
       assert.equal(ids.stop_reason, p.stop_reason);
@@ -48,9 +49,9 @@ for (const name of readdirSync(models).sort()) {
   });
   for (const a of readdirSync(dir).filter((f) => f.startsWith('assistant_')).sort()) {
     const ag = JSON.parse(readFileSync(join(dir, a, 'golden.json'), 'utf8'));
-    test(`${name}/${a}: webgpu speculative rounds equal the reference`, () => {
+    test(`${name}/${a}: webgpu speculative rounds equal the reference`, async () => {
       for (const t of ag.traces) {
-        const r = run(['generate', '--model', dir, '--assistant', join(dir, a), '--draft-tokens', '2',
+        const r = await run(['generate', '--model', dir, '--assistant', join(dir, a), '--draft-tokens', '2',
                        '--draft-policy', 'fixed', '--prompt-ids', t.prompt_ids.join(','), '--max-new-tokens',
                        String(t.max_new_tokens), '--json']);
         assert.deepEqual(r.tokens, t.k2.tokens);
@@ -63,7 +64,7 @@ for (const name of readdirSync(models).sort()) {
 // An assistant's own KV head fields are not used: its query-only layers read the donor's KV heads.
 // The same weights under a config that declares 4 KV heads everywhere (moe_keqv's donors have 2
 // and 1) draft, verify and accept the same on WebGPU.
-test('moe_keqv/assistant_plain: webgpu rounds do not depend on the config\'s own KV heads', () => {
+test('moe_keqv/assistant_plain: webgpu rounds do not depend on the config\'s own KV heads', async () => {
   const dir = join(models, 'moe_keqv');
   const other = mkdtempSync(join(tmpdir(), 'g4-kv-'));
   try {
@@ -78,8 +79,8 @@ test('moe_keqv/assistant_plain: webgpu rounds do not depend on the config\'s own
     for (const tr of ag.traces.slice(0, 2)) {
       const args = ['generate', '--model', dir, '--draft-tokens', '3', '--draft-policy', 'fixed', '--prompt-ids',
                     tr.prompt_ids.join(','), '--max-new-tokens', String(tr.max_new_tokens), '--json'];
-      const a = run([...args, '--assistant', join(dir, 'assistant_plain')]);
-      const b = run([...args, '--assistant', other]);
+      const a = await run([...args, '--assistant', join(dir, 'assistant_plain')]);
+      const b = await run([...args, '--assistant', other]);
       assert.deepEqual(b.tokens, a.tokens);
       assert.deepEqual(b.stats.accepted_per_round, a.stats.accepted_per_round);
       assert.deepEqual(b.stats.drafted_per_round, a.stats.drafted_per_round);

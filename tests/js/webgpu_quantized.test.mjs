@@ -1,12 +1,13 @@
 // Quantized artifacts (made by the native `gemma4 export`) on WebGPU: the same greedy tokens and
 // speculative rounds as the native CPU backend on the same artifact, and logits within tolerance.
+// The WebGPU runs are the CLI's module inside this process (cli.mjs: runJsonHere).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runJson, root } from './cli.mjs';
+import { runJsonHere, root } from './cli.mjs';
 
 const native = join(root, 'build', 'gemma4');
 const model = join(root, 'testdata', 'models', 'e2b_mini');
@@ -20,14 +21,14 @@ function nativeJson(args) {
 }
 
 for (const quant of ['q8', 'q4']) {
-  test(`${quant} artifact: webgpu equals the native CPU backend`, (t) => {
+  test(`${quant} artifact: webgpu equals the native CPU backend`, async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'g4-quant-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const art = join(dir, 'artifact');
     execFileSync(native, ['export', '--model', model, '--assistant', assistant, '--quant', quant, '-o', art]);
     const args = ['generate', '--model', art, '--prompt-ids', prompt, '--max-new-tokens', '20', '--top-logits', '3', '--json'];
     const cpu = nativeJson(args);
-    const gpu = runJson([...args, '--backend', 'webgpu']);
+    const gpu = await runJsonHere([...args, '--backend', 'webgpu']);
     assert.equal(gpu.stats.backend, 'webgpu');
     assert.deepEqual(gpu.tokens, cpu.tokens);
     for (let j = 0; j < cpu.top_logits.length; j++) {
@@ -39,7 +40,7 @@ for (const quant of ['q8', 'q4']) {
     const spec = ['generate', '--model', art, '--assistant', join(art, 'assistant'), '--draft-tokens', '2',
                   '--draft-policy', 'fixed', '--prompt-ids', prompt, '--max-new-tokens', '20', '--json'];
     const cpuSpec = nativeJson(spec);
-    const gpuSpec = runJson([...spec, '--backend', 'webgpu']);
+    const gpuSpec = await runJsonHere([...spec, '--backend', 'webgpu']);
     assert.deepEqual(cpuSpec.tokens, cpu.tokens);
     assert.deepEqual(gpuSpec.tokens, cpu.tokens);
     assert.deepEqual(gpuSpec.stats.accepted_per_round, cpuSpec.stats.accepted_per_round);
