@@ -4,8 +4,8 @@
 // each generated token goes to the host's `host.token` import as it is chosen (asyncified, so the
 // host can hand it on and ask to stop). Errors leave a message for g4_last_error.
 //
-// Build variants (compile definitions): G4_MTP=0 leaves the assistant out (loading one is an
-// error); G4_PROFILE=1 times every kernel of each request with GPU timestamps.
+// Build variants (build_variant.cc, compiled once a build): without MTP, loading an assistant is
+// an error; with profiling, every kernel of each request is timed with GPU timestamps.
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -25,12 +25,9 @@
 #include "backend/webgpu/gpu_imports.h"
 #endif
 
-#ifndef G4_MTP
-#define G4_MTP 1
-#endif
-#ifndef G4_PROFILE
-#define G4_PROFILE 0
-#endif
+// This build's variant, defined in build_variant.cc.
+extern const bool g4_build_mtp;
+extern const bool g4_build_profile;
 
 // Called with each generated token and the text it completes (stop tokens bring none); returns 0
 // to stop generating after it.
@@ -160,7 +157,7 @@ Result<std::unique_ptr<g4::Engine>> Create(const json& request) {
   G4_ASSIGN_OR_RETURN(options.draft_policy, g4::ParseDraftPolicy(policy, g4::limits::kDraftPolicy.key));
   if (options.target.empty()) return g4::InvalidArgument("target is required");
   if (fill != 0 && backend != "webgpu") return g4::InvalidArgument("gpu_fill goes with the webgpu backend");
-  if (!G4_MTP && !options.assistant.empty()) {
+  if (!g4_build_mtp && !options.assistant.empty()) {
     return g4::InvalidArgument("this build has no speculative decoding; an assistant needs createGemma4Mtp");
   }
   G4_ASSIGN_OR_RETURN(g4::BackendFactory make_backend, BackendFor(backend, static_cast<uint64_t>(fill)));
@@ -171,7 +168,7 @@ Result<std::unique_ptr<g4::Engine>> Create(const json& request) {
 
 json Info(const g4::Engine& engine) {
   json j = engine.Info();
-  j["build"] = {{"mtp", G4_MTP != 0}, {"profile", G4_PROFILE != 0}};
+  j["build"] = {{"mtp", g4_build_mtp}, {"profile", g4_build_profile}};
   return j;
 }
 
@@ -217,9 +214,9 @@ Result<json> Generate(g4::Engine& engine, const json& request) {
     return g4_host_token(token, text.data(), static_cast<uint32_t>(text.size())) != 0;
   };
   callbacks.on_round = [](int drafted, int accepted) { g4_host_round(drafted, accepted); };
-  if (G4_PROFILE) engine.backend()->Profile(g4::Backend::ProfileMode::kKernels);
+  if (g4_build_profile) engine.backend()->Profile(g4::Backend::ProfileMode::kKernels);
   auto answer = engine.Generate(r, callbacks);
-  if (G4_PROFILE) engine.backend()->Profile(g4::Backend::ProfileMode::kOff);
+  if (g4_build_profile) engine.backend()->Profile(g4::Backend::ProfileMode::kOff);
   if (!answer.ok()) return answer.status();
   return json{{"tokens", answer->result.tokens},
               {"stop_reason", answer->result.stop_reason},
