@@ -8,8 +8,10 @@ checkpoint folders that `gemma4 synth` writes, on the GPU, bf16. Prints one JSON
 - prefill: one forward pass over the prompt (logits of the last position only), each attention
   implementation, with a dynamic cache and with a static cache;
 - decode: generate() of decode-tokens greedy tokens after the prompt, less generate() of one,
-  per token; dynamic and static cache (with --compile, the static cache also under torch.compile);
-- assisted: generate(assistant_model=...) with the assistant, greedy, tokens/s.
+  per token; dynamic and static cache, the static one eager (generate() would otherwise compile the
+  model for it) and, with --compile, also under torch.compile;
+- assisted: generate(assistant_model=...) with the assistant drafting 2 tokens a round (constant
+  schedule, set on the assistant's generation_config), greedy, each attention implementation.
 Each figure is the median of a few runs after a warm-up, with the GPU synchronised around it.
 """
 import argparse
@@ -79,6 +81,8 @@ def main():
                     kw = dict(do_sample=False, pad_token_id=0, eos_token_id=None)
                     if kind != "dynamic":
                         kw["cache_implementation"] = "static"
+                    if kind == "static":
+                        kw["disable_compile"] = True
                     if kind == "static+compile":
                         kw["compile_config"] = transformers.CompileConfig(fullgraph=False)
                     one = timed(lambda: model.generate(ids, max_new_tokens=1, min_new_tokens=1, **kw), a.reps)
@@ -89,14 +93,18 @@ def main():
                         tokens_per_s=1 / per)
                 except Exception as e:  # noqa: BLE001
                     say(what="decode", attn=impl, cache=kind, error=str(e)[:400])
-            if a.assistant and impl == "sdpa":
+            if a.assistant:
                 try:
                     asst = Gemma4AssistantForCausalLM.from_pretrained(a.assistant, dtype=torch.bfloat16,
                                                                       attn_implementation=impl).to(dev).eval()
+                    asst.generation_config.num_assistant_tokens = 2
+                    asst.generation_config.num_assistant_tokens_schedule = "constant"
                     kw = dict(do_sample=False, pad_token_id=0, eos_token_id=None, assistant_model=asst)
                     m = a.decode_tokens
                     s = timed(lambda: model.generate(ids, max_new_tokens=m, min_new_tokens=m, **kw), a.reps)
-                    say(what="assisted", attn=impl, tokens=m, seconds=s, tokens_per_s_with_prefill=m / s)
+                    one = timed(lambda: model.generate(ids, max_new_tokens=1, min_new_tokens=1, **kw), a.reps)
+                    say(what="assisted", attn=impl, tokens=m, seconds=s, tokens_per_s_with_prefill=m / s,
+                        tokens_per_s=(m - 1) / (s - one))
                     del asst
                 except Exception as e:  # noqa: BLE001
                     say(what="assisted", attn=impl, error=str(e)[:400])
