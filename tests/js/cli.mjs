@@ -33,30 +33,30 @@ export function runJson(args, attempt = 1) {
   return JSON.parse(lines[lines.length - 1]);
 }
 
-// The CLI's module (build-wasm/gemma4.wasm) run inside this process; with `--backend webgpu`, on
-// one WebGPU device made as bin/gemma4.mjs makes it and kept for every run of the process: Dawn
-// makes each pipeline once a device, so a file's runs after its first neither start Node and Dawn
-// again nor load their kernels again. Runs one at a time (the module binds the device's arena to
-// its last backend). The backend is named in args: bin/gemma4.mjs's default is not applied.
-// For WebGPU runs: CPU-backend runs grow the module's memory, and a dozen of them in one process
-// have crashed Node 20 (a segmentation fault inside V8), so those keep a process each (runJson).
+// The CLI's module (build-wasm/gemma4.wasm) run inside this process with `--backend webgpu`, on one
+// WebGPU device made as bin/gemma4.mjs makes it and kept for every run of the process: Dawn makes
+// each pipeline once a device, so a file's runs after its first neither start Node and Dawn again
+// nor load their kernels again. Runs one at a time (the module binds the device's arena to its
+// last backend). WebGPU runs only: CPU-backend runs grow the module's memory, and a dozen of them
+// in one process have crashed Node 20 (a segmentation fault inside V8), so those keep a process
+// each (runJson).
 let device, queue = Promise.resolve();
 export function runJsonHere(args) {
   const run = queue.then(async () => {
-    const gpu = args.includes('--backend') && args[args.indexOf('--backend') + 1] === 'webgpu';
-    if (gpu) device ??= await nodeDevice();
-    if (gpu && !device) throw new Error('no WebGPU adapter (source .lavapipe/env.sh)');
+    device ??= await nodeDevice();
+    if (!device) throw new Error('no WebGPU adapter (source .lavapipe/env.sh)');
+    const argv = [...args, '--backend', 'webgpu'];
     const dir = mkdtempSync(join(tmpdir(), 'g4-cli-'));
     try {
       const fd = openSync(join(dir, 'stdout'), 'w');
       let code;
       try {
-        code = await runCli(join(root, 'build-wasm', 'gemma4.wasm'), args, { device: gpu ? device : null, stdout: fd });
+        code = await runCli(join(root, 'build-wasm', 'gemma4.wasm'), argv, { device, stdout: fd });
       } finally {
         closeSync(fd);
       }
       const out = readFileSync(join(dir, 'stdout'), 'utf8');
-      if (code !== 0) throw new Error(`gemma4 ${args.join(' ')} exited with ${code}:\n${out}`);
+      if (code !== 0) throw new Error(`gemma4 ${argv.join(' ')} exited with ${code}:\n${out}`);
       const lines = out.trim().split('\n');
       return JSON.parse(lines[lines.length - 1]);
     } finally {

@@ -12,7 +12,7 @@ import { runJsonHere, root } from './cli.mjs';
 const models = join(root, 'testdata', 'models');
 const TOLERANCE = 2e-3;
 
-const run = (args) => runJsonHere([...args, '--backend', 'webgpu']);
+const run = runJsonHere;
 
 for (const name of readdirSync(models).sort()) {
   const dir = join(models, name);

@@ -28,7 +28,7 @@ for (const quant of ['q8', 'q4']) {
     execFileSync(native, ['export', '--model', model, '--assistant', assistant, '--quant', quant, '-o', art]);
     const args = ['generate', '--model', art, '--prompt-ids', prompt, '--max-new-tokens', '20', '--top-logits', '3', '--json'];
     const cpu = nativeJson(args);
-    const gpu = await runJsonHere([...args, '--backend', 'webgpu']);
+    const gpu = await runJsonHere(args);
     assert.equal(gpu.stats.backend, 'webgpu');
     assert.deepEqual(gpu.tokens, cpu.tokens);
     for (let j = 0; j < cpu.top_logits.length; j++) {
@@ -40,7 +40,7 @@ for (const quant of ['q8', 'q4']) {
     const spec = ['generate', '--model', art, '--assistant', join(art, 'assistant'), '--draft-tokens', '2',
                   '--draft-policy', 'fixed', '--prompt-ids', prompt, '--max-new-tokens', '20', '--json'];
     const cpuSpec = nativeJson(spec);
-    const gpuSpec = await runJsonHere([...spec, '--backend', 'webgpu']);
+    const gpuSpec = await runJsonHere(spec);
     assert.deepEqual(cpuSpec.tokens, cpu.tokens);
     assert.deepEqual(gpuSpec.tokens, cpu.tokens);
     assert.deepEqual(gpuSpec.stats.accepted_per_round, cpuSpec.stats.accepted_per_round);
