@@ -10,7 +10,7 @@ import { instantiate } from './module.mjs';
 import { createMemoryWasi } from './wasi_memfs.mjs';
 import { deleteCache, isNodePath, nodePath, openModel, tokenizerSource } from './sources.mjs';
 import { workerClient } from './worker.mjs';
-import { dawnInstance } from './dawn_toggles.mjs';
+import { dawnInstance, yieldWhileWaiting } from './dawn_toggles.mjs';
 import { PROFILE_SCHEMA_VERSION } from './gpu_bridge.mjs';
 import { chunkStream } from './stream.mjs';
 
@@ -209,6 +209,7 @@ class Runtime {
       this.#lost = null;
     }
     const device = this.#device;
+    if (isNode) yieldWhileWaiting(device);
     device.lost.then((info) => {
       if (this.#device === device) this.#lost = `${info.reason}: ${info.message}`;
     });

@@ -19,3 +19,32 @@ export function dawnInstance(webgpu, options = {}) {
   if (!instances.has(key)) instances.set(key, webgpu.create(toggles));
   return instances.get(key);
 }
+
+// Dawn in Node settles its promises (mapAsync, onSubmittedWorkDone, popErrorScope) by processing
+// its events from a setImmediate callback that schedules itself again while any is pending, so a
+// waiting thread spins a whole core. On a fallback adapter (a CPU driver such as lavapipe) the
+// device's work runs on those same cores. There a wait spins for its first millisecond (short
+// work returns as fast as before) and then checks Dawn's events every millisecond, leaving the
+// CPUs to the work. A GPU adapter keeps Dawn's spin, which answers soonest. Call it with each
+// device used in Node; it changes setImmediate once a process, and only for Dawn's callback.
+const SPIN_MS = 1;
+
+export function yieldWhileWaiting(device) {
+  if (!device?.adapterInfo?.isFallbackAdapter || typeof globalThis.setImmediate !== 'function' ||
+      globalThis.__gemma4_dawn_waits) return;
+  const immediate = globalThis.setImmediate;
+  // Dawn's callback is an anonymous native function; every other caller passes its own.
+  const isDawns = (fn) => fn.name === '' && Function.prototype.toString.call(fn).endsWith('{ [native code] }');
+  let polling = false, waitStart = 0;
+  globalThis.__gemma4_dawn_waits = true;
+  globalThis.setImmediate = (fn, ...args) => {
+    if (typeof fn !== 'function' || !isDawns(fn)) return immediate(fn, ...args);
+    const now = performance.now();
+    if (!polling) waitStart = now;  // scheduled from outside a poll: a new wait begins
+    const poll = () => {
+      polling = true;
+      try { fn(...args); } finally { polling = false; }
+    };
+    return now - waitStart < SPIN_MS ? immediate(poll) : setTimeout(poll, 1);
+  };
+}

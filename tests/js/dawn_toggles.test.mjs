@@ -1,10 +1,11 @@
 // The toggles of the devices made in Node (web/dawn_toggles.mjs) take effect in Dawn: timestamps
 // come as the GPU wrote them, not rounded to 65.5 us steps, and with validation off an invalid call
-// raises no error, where with it on (the default) it does.
+// raises no error, where with it on (the default) it does. On a CPU driver, a wait on the device
+// checks Dawn's events about once a millisecond instead of spinning (yieldWhileWaiting).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { create, globals } from 'webgpu';
-import { dawnToggles } from '../../web/dawn_toggles.mjs';
+import { dawnToggles, yieldWhileWaiting } from '../../web/dawn_toggles.mjs';
 
 Object.assign(globalThis, globals);
 const roots = [];  // Dawn's instances outlive their devices
@@ -60,4 +61,55 @@ test('timestamps are not rounded to 65.5 us steps', async () => {
   // would be a 1 in 2^256 chance.
   assert.ok(stamps.some((s) => s % 65536n !== 0n), `timestamps ${stamps.join(' ')}`);
   device.destroy();
+});
+
+// Dawn's event polls while the device runs one long dispatch: the count and the wait's time.
+async function pollsDuringLongWork(device) {
+  const module = device.createShaderModule({ code: `
+    @group(0) @binding(0) var<storage, read_write> out: array<f32>;
+    @compute @workgroup_size(1) fn main() {
+      var x = 0.0;
+      for (var i = 0u; i < 30000000u; i++) { x = fma(x, 0.999999, 1.0); }
+      out[0] = x;
+    }` });
+  const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+  const out = device.createBuffer({ size: 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+  const read = device.createBuffer({ size: 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const group = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: out } }] });
+  const run = async () => {
+    const encoder = device.createCommandEncoder();
+    const pass = encoder.beginComputePass();
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, group);
+    pass.dispatchWorkgroups(1);
+    pass.end();
+    encoder.copyBufferToBuffer(out, 0, read, 0, 4);
+    device.queue.submit([encoder.finish()]);
+    await read.mapAsync(GPUMapMode.READ);
+    read.unmap();
+  };
+  await run();  // compiles the pipeline
+  let polls = 0;
+  const scheduled = globalThis.setImmediate;
+  globalThis.setImmediate = (fn, ...args) => (polls++, scheduled(fn, ...args));
+  const start = performance.now();
+  try {
+    await run();
+  } finally {
+    globalThis.setImmediate = scheduled;
+  }
+  return { polls, ms: performance.now() - start };
+}
+
+test('on a CPU driver a wait checks the device about once a millisecond, not in a spin', async () => {
+  const device = await makeDevice(dawnToggles());
+  assert.ok(device.adapterInfo.isFallbackAdapter, 'lavapipe is a fallback adapter');
+  const spinning = await pollsDuringLongWork(device);
+  yieldWhileWaiting(device);
+  const yielding = await pollsDuringLongWork(device);
+  device.destroy();
+  const what = `spinning ${JSON.stringify(spinning)}, yielding ${JSON.stringify(yielding)}`;
+  assert.ok(spinning.ms > 50, `the dispatch runs long enough to tell: ${what}`);
+  assert.ok(spinning.polls > 5 * spinning.ms, `Dawn spins by itself: ${what}`);
+  assert.ok(yielding.polls < 200 + 2 * yielding.ms, `a yielding wait polls about once a millisecond: ${what}`);
 });
