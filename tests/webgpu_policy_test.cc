@@ -14,6 +14,24 @@ TEST(DispatchPolicy, RowsVariantsAreExactToFourThenEight) {
   for (int rows = 5; rows <= 8; ++rows) EXPECT_EQ(RowsVariant(rows), 8);
 }
 
+TEST(DispatchPolicy, JoinsAreStagedForSeveralRowsThatFit) {
+  Tuning t;
+  t.stage_bytes = 32768 - 6144;
+  EXPECT_EQ(StageFloats(t, 1, 1536), 0u);  // one row joins on the way in
+  EXPECT_EQ(StageFloats(t, 3, 1536), 3u * 1536);
+  EXPECT_EQ(StageFloats(t, 4, 1536), 4u * 1536);
+  EXPECT_EQ(StageFloats(t, 5, 512), 8u * 512);  // the 8-row kernel's stage
+  EXPECT_EQ(StageFloats(t, 8, 1536), 0u);       // 48 KiB do not fit
+  EXPECT_EQ(StageFloats(t, 3, 1540), 0u);       // not whole octs
+  EXPECT_EQ(StageFloats(t, 4, 2048), 0u);       // 32 KiB do not either
+  t.stage_bytes = 4 * 3 * 2048;
+  EXPECT_EQ(StageFloats(t, 3, 2048), 3u * 2048);  // exactly full
+  t.stage_bytes -= 4;
+  EXPECT_EQ(StageFloats(t, 3, 2048), 0u);
+  t.stage_bytes = 0;  // a device without room
+  EXPECT_EQ(StageFloats(t, 2, 8), 0u);
+}
+
 TEST(DispatchPolicy, TeamsDoubleWhileTheDispatchIsSmallAndRowsLong) {
   std::mt19937 rng(3);
   for (int i = 0; i < 5000; ++i) {
@@ -60,7 +78,9 @@ TEST(DispatchPolicy, TiledProductsCoverEveryColumnOnce) {
     const MatmulShape s = MatmulTiles(t, rows, outs, cols, vec, splittable);
     ASSERT_LE(s.tile, 3u);
     ASSERT_GE(s.parts, 1u);
-    if (!vec) EXPECT_EQ(s.tile, 0u);
+    if (!vec) {
+      EXPECT_EQ(s.tile, 0u);
+    }
     if (s.parts == 1) {
       EXPECT_EQ(s.kc, cols);
     } else {

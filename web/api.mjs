@@ -140,7 +140,8 @@ async function requestGpu(profile, validation = true) {
   const device = await adapter.requestDevice({
     requiredFeatures,
     requiredLimits: { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
-                      maxBufferSize: adapter.limits.maxBufferSize },
+                      maxBufferSize: adapter.limits.maxBufferSize,
+                      maxComputeWorkgroupStorageSize: adapter.limits.maxComputeWorkgroupStorageSize },
   });
   return device;
 }

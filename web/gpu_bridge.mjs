@@ -349,6 +349,9 @@ export function createGpuImports(device, memory, pending) {
     max_binding_size() {
       return device.limits.maxStorageBufferBindingSize;
     },
+    workgroup_storage_size() {
+      return device.limits.maxComputeWorkgroupStorageSize;
+    },
     subgroup_size() {
       const info = device.adapterInfo;
       if (!device.features.has('subgroups') || !info || info.subgroupMinSize !== info.subgroupMaxSize) return 0;

@@ -150,6 +150,8 @@ void RunProducts(Backend& gpu, Backend& cpu) {
   // The forms of a normed input: every type at one row, joined and not (each type's rows
   // variants are those of the plain products above); bf16 and q4 at three rows (verification's),
   // bf16 at every other rows variant and through the tiles; odd widths and an odd input offset.
+  // Joined rows of several rows are staged in workgroup memory (the 4- and 8-row kernels), or,
+  // where they do not fit in the 16 KiB a device has by default (two rows of 2048), joined apart.
   for (Form form : {Form::kNorm, Form::kGateUp, Form::kTwo, Form::kGeluMul}) {
     for (DType dt : kAll) {
       const bool all_rows = dt == DType::kBF16 || dt == DType::kQ4;
@@ -159,7 +161,7 @@ void RunProducts(Backend& gpu, Backend& cpu) {
         Normed(gpu, cpu, form, true, dt, rows, 160);
       }
     }
-    for (int rows : {2, 4, 6, 9}) Normed(gpu, cpu, form, rows == 4, DType::kBF16, rows, rows == 2 ? 2048 : 64);
+    for (int rows : {2, 4, 6, 9}) Normed(gpu, cpu, form, rows != 9, DType::kBF16, rows, rows == 2 ? 2048 : 64);
     Normed(gpu, cpu, form, false, DType::kBF16, 3, 37);
     Normed(gpu, cpu, form, false, DType::kF32, 1, 40, 3);
   }

@@ -16,6 +16,11 @@ uint64_t TileCount(uint32_t tile, uint64_t rows, uint64_t outs) {
 
 }  // namespace
 
+uint32_t StageFloats(const Tuning& t, int rows, int64_t ins) {
+  const uint64_t floats = static_cast<uint64_t>(RowsVariant(rows)) * static_cast<uint64_t>(ins);
+  return rows > 1 && ins % 8 == 0 && 4 * floats <= t.stage_bytes ? static_cast<uint32_t>(floats) : 0;
+}
+
 TeamSplit TeamsPerFeature(const Tuning& t, int64_t features, int64_t cols) {
   const int64_t octs = cols / 8;
   int log2_teams = 0;

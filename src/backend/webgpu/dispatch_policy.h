@@ -17,10 +17,18 @@ struct Tuning {
   // Output features from which a product over 2 to 8 rows gives each team two (an input read
   // then serves both; with fewer features the halved number of teams costs more).
   int64_t rows_features = 65536;
+  // Bytes of workgroup memory a matrix-vector kernel may stage its rows' input in: the device's
+  // maxComputeWorkgroupStorageSize less what the kernel's own reductions take.
+  uint64_t stage_bytes = 0;
 };
 
 // The rows a matrix-vector kernel is compiled for: 1 to 4 exactly, 5 to 8 share the 8-row kernel.
 inline int RowsVariant(int rows) { return rows <= 4 ? (rows < 1 ? 1 : rows) : 8; }
+
+// Floats of workgroup memory for a matrix-vector kernel over `rows` rows of `ins` inputs to stage
+// a pending residual join in (residual_stage.wgsl), or 0 where it makes the join otherwise: one
+// row (decode) joins on the way in, and the stage takes rows of whole octs that fit.
+uint32_t StageFloats(const Tuning& t, int rows, int64_t ins);
 
 // Teams of 32 threads an output feature for a matrix-vector product: doubled (up to 8) while the
 // dispatch has fewer than tuning.teams teams and each team keeps at least 64 octs of its row.

@@ -38,6 +38,8 @@ G4_GPU_IMPORT(profile) void g4_gpu_profile(uint32_t mode);
 G4_GPU_IMPORT(profile_read) uint32_t g4_gpu_profile_read(char* dst, uint32_t cap);
 // The adapter's maxStorageBufferBindingSize.
 G4_GPU_IMPORT(max_binding_size) double g4_gpu_max_binding_size();
+// The device's maxComputeWorkgroupStorageSize.
+G4_GPU_IMPORT(workgroup_storage_size) double g4_gpu_workgroup_storage_size();
 // The width of every subgroup when the device has the "subgroups" feature and one width, else 0.
 G4_GPU_IMPORT(subgroup_size) uint32_t g4_gpu_subgroup_size();
 }

@@ -13,17 +13,30 @@ constexpr int kMaxVecRows = 8;  // rows matvec.wgsl takes; more go through the t
 bool Is16Bit(DType t) { return t == DType::kBF16 || t == DType::kF16; }
 }  // namespace
 
-bool WebGpuBackend::Fusable(const ResidualAdd& pre, int rows) {
-  // With more rows (verification) the extra reads of every row's delta for each output feature
-  // cost more than the dispatch they save.
-  return pre.present() && rows == 1 && pre.norm.present() && Bindings(pre.norm) == 1 && At(pre.x_in) % 4 == 0 &&
-         At(pre.delta) % 4 == 0 && At(pre.x_out) % 4 == 0;
+WebGpuBackend::JoinWay WebGpuBackend::JoinOnTheWay(const ResidualAdd& pre, bool kernel_can, int rows, int64_t dim) {
+  JoinWay way;
+  if (pre.present() && kernel_can && pre.norm.present() && Bindings(pre.norm) == 1 && At(pre.x_in) % 4 == 0 &&
+      At(pre.delta) % 4 == 0 && At(pre.x_out) % 4 == 0) {
+    // One row sums the join's parts with the product as it reads; more rows would read every
+    // row's delta again for each output feature, so they stage the joined rows once a workgroup.
+    way.pre = rows == 1;
+    way.stage = StageFloats(tuning_, rows, dim);
+  }
+  if (pre.present() && !way.fused()) AddRmsNormTo(pre, rows, static_cast<int>(dim));
+  return way;
 }
 
-bool WebGpuBackend::JoinOnTheWay(const ResidualAdd& pre, bool kernel_can, int rows, int64_t dim) {
-  const bool fused = kernel_can && Fusable(pre, rows);
-  if (pre.present() && !fused) AddRmsNormTo(pre, rows, static_cast<int>(dim));
-  return fused;
+void WebGpuBackend::SetJoin(const JoinWay& way, const ResidualAdd& pre, F32 in, wgsl::MatvecVariant& v,
+                            wgsl::MatvecParams& p) {
+  v.pre = way.pre;
+  v.stage = way.stage;
+  p.x = At(way.fused() ? pre.x_in : in);
+  if (way.fused()) {
+    p.pre_delta = At(pre.delta);
+    p.pre_out = At(pre.x_out);
+    p.pre_eps = pre.eps;
+    p.pre_scale = pre.scale;
+  }
 }
 
 void WebGpuBackend::JoinThenNorm(const ResidualAdd& pre, F32 normed, F32 in, const Weight& norm, float eps, int rows,
@@ -57,16 +70,16 @@ void WebGpuBackend::JoinThenNorm(const ResidualAdd& pre, F32 normed, F32 in, con
 void WebGpuBackend::MatVec(F32 out, F32 in, const Weight& w, const Weight* norm, float eps, int rows, F32 gelu_mul,
                            int mul_stride, const ResidualAdd& pre) {
   const bool vec = Vec(w, in);
-  const bool fused = JoinOnTheWay(pre, vec && Bindings(w) == 1, rows, w.cols);
+  const JoinWay join = JoinOnTheWay(pre, vec && Bindings(w) == 1, rows, w.cols);
+  const bool fused = join.fused();
   wgsl::MatvecVariant v;
   v.rows = RowsVariant(rows);
   v.normed = norm != nullptr;
   v.gelu = gelu_mul.buffer != nullptr;
-  v.pre = fused;
   v.vec = vec;
   wgsl::MatvecParams p;
+  SetJoin(join, pre, in, v, p);
   p.dst = At(out);
-  p.x = At(fused ? pre.x_in : in);
   p.rows = rows;
   p.outs = w.rows;
   p.ins = w.cols;
@@ -74,12 +87,6 @@ void WebGpuBackend::MatVec(F32 out, F32 in, const Weight& w, const Weight* norm,
   if (v.gelu) {
     p.mul = At(gelu_mul);
     p.mul_stride = mul_stride;
-  }
-  if (fused) {
-    p.pre_delta = At(pre.delta);
-    p.pre_out = At(pre.x_out);
-    p.pre_eps = pre.eps;
-    p.pre_scale = pre.scale;
   }
   // Several rows over very many 16-bit features (verification's LM head): two features a team.
   v.feats = vec && rows > 1 && !fused && Is16Bit(w.dtype) && w.rows >= tuning_.rows_features ? 2 : 1;
@@ -143,7 +150,7 @@ void WebGpuBackend::NormMatMul2(F32 out_a, F32 out_b, F32 normed_scratch, F32 in
     Backend::NormMatMul2(out_a, out_b, normed_scratch, in, norm, eps, wa, wb, rows, pre);
     return;
   }
-  const bool fused = JoinOnTheWay(pre, true, rows, wa.cols);
+  const JoinWay join = JoinOnTheWay(pre, true, rows, wa.cols);
   const int64_t outs = wa.rows + wb.rows;
   const TeamSplit t = TeamsPerFeature(tuning_, outs, wa.cols);
   wgsl::MatvecVariant v;
@@ -152,24 +159,17 @@ void WebGpuBackend::NormMatMul2(F32 out_a, F32 out_b, F32 normed_scratch, F32 in
   v.feats = 1;
   v.two = true;
   v.normed = true;
-  v.pre = fused;
   v.vec = true;
   wgsl::MatvecParams p;
+  SetJoin(join, pre, in, v, p);
   p.dst = At(out_a);
-  p.x = At(fused ? pre.x_in : in);
   p.rows = rows;
   p.outs = outs;
   p.ins = wa.cols;
   p.eps = eps;
   p.first = wa.rows;
   p.dst2 = At(out_b);
-  if (fused) {
-    p.pre_delta = At(pre.delta);
-    p.pre_out = At(pre.x_out);
-    p.pre_eps = pre.eps;
-    p.pre_scale = pre.scale;
-  }
-  Run<wgsl::Matvec>(v, p, t.groups, {&wa, &wb, &norm, fused ? &pre.norm : nullptr});
+  Run<wgsl::Matvec>(v, p, t.groups, {&wa, &wb, &norm, join.fused() ? &pre.norm : nullptr});
 }
 
 void WebGpuBackend::NormMatMulKvNorms(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps,
@@ -234,29 +234,22 @@ void WebGpuBackend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, 
   // Decode and verification: the norm, both products of each output feature and their gelu
   // product in one dispatch, a team a feature.
   const bool vec = Vec(gate, in);
-  const bool fused = JoinOnTheWay(pre, vec, rows, gate.cols);
+  const JoinWay join = JoinOnTheWay(pre, vec, rows, gate.cols);
   wgsl::MatvecVariant v;
   v.rows = RowsVariant(rows);
   v.teams = 1;
   v.feats = 1;
   v.gate_up = true;
   v.normed = true;
-  v.pre = fused;
   v.vec = vec;
   wgsl::MatvecParams p;
+  SetJoin(join, pre, in, v, p);
   p.dst = At(out);
-  p.x = At(fused ? pre.x_in : in);
   p.rows = rows;
   p.outs = gate.rows;
   p.ins = gate.cols;
   p.eps = eps;
-  if (fused) {
-    p.pre_delta = At(pre.delta);
-    p.pre_out = At(pre.x_out);
-    p.pre_eps = pre.eps;
-    p.pre_scale = pre.scale;
-  }
-  Run<wgsl::Matvec>(v, p, (gate.rows + 7) / 8, {&gate, &up, &norm, fused ? &pre.norm : nullptr});
+  Run<wgsl::Matvec>(v, p, (gate.rows + 7) / 8, {&gate, &up, &norm, join.fused() ? &pre.norm : nullptr});
 }
 
 void WebGpuBackend::MatMulGeluMul(F32 out, F32 in, const Weight& w, F32 mul, int rows, int mul_stride,

@@ -133,11 +133,20 @@ class WebGpuBackend final : public Backend {
   void Fill(F32 out, size_t count, float v) { Elementwise(4, count, out, out, out, v); }
 
   // --- products (products.cc)
-  // A pending residual join the matrix-vector kernel can make as it reads its input: one row,
-  // whole vec4s, its norm in one binding.
-  static bool Fusable(const ResidualAdd& pre, int rows);
-  // Whether the kernel makes `pre` on its way in (kernel_can and Fusable); else it is made now.
-  bool JoinOnTheWay(const ResidualAdd& pre, bool kernel_can, int rows, int64_t dim);
+  // How matvec.wgsl makes a pending residual join: as it reads its input (PRE: one row), in
+  // workgroup memory before its product (STAGE: several rows), or not at all (made apart first).
+  struct JoinWay {
+    bool pre = false;
+    uint32_t stage = 0;  // STAGE: the stage's floats
+    bool fused() const { return pre || stage > 0; }
+  };
+  // The way the kernel makes `pre`, over rows of `dim` inputs (kernel_can: it reads them whole
+  // vec4s from one binding); a join it cannot make is made now.
+  JoinWay JoinOnTheWay(const ResidualAdd& pre, bool kernel_can, int rows, int64_t dim);
+  // The kernel's join variant and parameters for `way`, and its input (`in`, or the residual
+  // before the join).
+  static void SetJoin(const JoinWay& way, const ResidualAdd& pre, F32 in, wgsl::MatvecVariant& v,
+                      wgsl::MatvecParams& p);
   // A pending join, then the next block's input norm of the joined rows.
   void JoinThenNorm(const ResidualAdd& pre, F32 normed, F32 in, const Weight& norm, float eps, int rows, int dim);
   // Whether matvec.wgsl reads w's rows and the input at `in` 16 bytes at a time.

@@ -8,8 +8,8 @@
 // writes them.
 // Bindings: W1 the matrix (GATE_UP: the gate), W2 a second matrix of W1's type (GATE_UP: the up
 // projection; TWO: the second matrix), W3 the input norm (NORMED), W4 the pending join's norm
-// (PRE) or the keys' norm (KV_NORMS).
-//! uses weights, team, residual_join, kv_norm
+// (PRE, STAGE) or the keys' norm (KV_NORMS).
+//! uses weights, team, residual_join, residual_stage, kv_norm
 //! variant ROWS: u32  rows the kernel is compiled for (P.rows <= ROWS): 1 to 4, or 8
 //! variant TEAMS: u32  teams of 32 threads an output feature: 1, 2, 4 or 8
 //! variant FEATS: u32  output features a team: 1, or 2 (very many features over several rows)
@@ -91,7 +91,8 @@ fn oct_dots(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, sq: ptr<functi
   if (PRE) { pw = woct(4u, 8u * q); }
   for (var r = 0u; r < ROWS; r++) {
     if (r < rows) {
-      let xv = input8(x + r * ins, q, ins);
+      var xv: mat2x4<f32>;
+      if (STAGE > 0u) { xv = staged8(r, q, ins); } else { xv = input8(x + r * ins, q, ins); }
       if (PRE) {
         let d = pre_delta(r, q, ins);
         let t0 = d[0] * pw[0]; let t1 = d[1] * pw[1];
@@ -163,6 +164,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   let slice = team % TEAMS;  // which of its features' teams this is
   let g = kv_norm_first(wid(wg, n), lid.x, lane);
   if (g == KV_NORMED) { return; }
+  if (STAGE > 0u) { stage_join(lid.x, lane, g == 0u); }
   let o = (g * (8u / TEAMS) + team / TEAMS) * FEATS;  // the team's first output feature
   let rows = P.rows; let outs = P.outs; let ins = P.ins; let x = P.x;
   let second = TWO && o >= P.first;  // the team's matrix is W2
