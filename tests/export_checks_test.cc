@@ -26,7 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Models(const std::string& rel) { return test::TestData("models/" + rel); }
 
 // Entries of `dir` whose names start with `prefix` (an export's destination and its temporary
 // folders).
@@ -63,7 +62,7 @@ void ExpectRefusedAsLoadingRefuses(const std::string& model, const std::string& 
 }
 
 TEST(ExportChecks, BrokenSourcesAreRefusedAsLoadingRefusesThem) {
-  const std::string dense = Models("dense");
+  const std::string dense = test::Models("dense");
   const std::string missing = test::MakeTempDir();
   test::CopyCheckpoint(dense, missing, [](test::TensorData& t) { return t.name != "model.layers.3.mlp.up_proj.weight"; });
   ExpectRefusedAsLoadingRefuses(missing, "", "tensor model.layers.3.mlp.up_proj.weight is missing");
@@ -92,7 +91,7 @@ TEST(ExportChecks, BrokenSourcesAreRefusedAsLoadingRefusesThem) {
   ExpectRefusedAsLoadingRefuses(layers, "", "tensor model.layers.6.");
 
   // Another model's assistant: dense's for the e2b_mini target.
-  ExpectRefusedAsLoadingRefuses(Models("e2b_mini"), dense + "/assistant_plain", "backbone_hidden_size");
+  ExpectRefusedAsLoadingRefuses(test::Models("e2b_mini"), dense + "/assistant_plain", "backbone_hidden_size");
   // An assistant missing a tensor, for its own target.
   const std::string as_missing = test::MakeTempDir();
   test::CopyCheckpoint(dense + "/assistant_plain", as_missing,
@@ -103,7 +102,7 @@ TEST(ExportChecks, BrokenSourcesAreRefusedAsLoadingRefusesThem) {
 
 TEST(ExportChecks, ABrokenTokenizerBesideTheModelIsRefused) {
   const std::string src = test::MakeTempDir(), parent = test::MakeTempDir();
-  test::CopyCheckpoint(Models("dense"), src);
+  test::CopyCheckpoint(test::Models("dense"), src);
   test::WriteFile(src + "/tokenizer.json", R"({"model":{"type":"BPE","vocab":{"a":0,"b":0},"merges":[]}})");
   auto r = ExportArtifacts(src, "", QuantScheme::kQ8, parent + "/out");
   ASSERT_FALSE(r.ok());
@@ -140,7 +139,7 @@ TEST(ExportChecks, NonFiniteWeightsAreRefusedNamingTheTensor) {
   };
   for (const Case& c : cases) {
     const std::string src = test::MakeTempDir(), parent = test::MakeTempDir();
-    test::CopyCheckpoint(Models("dense"), src, [&](test::TensorData& t) {
+    test::CopyCheckpoint(test::Models("dense"), src, [&](test::TensorData& t) {
       if (t.name == c.tensor) SetElement(t, t.name.find("layernorm") == std::string::npos ? 77 : 57, c.value);
       return true;
     });
@@ -156,11 +155,11 @@ TEST(ExportChecks, NonFiniteWeightsAreRefusedNamingTheTensor) {
   }
   // A NaN in the assistant too.
   const std::string as = test::MakeTempDir(), parent = test::MakeTempDir();
-  test::CopyCheckpoint(Models("dense/assistant_plain"), as, [](test::TensorData& t) {
+  test::CopyCheckpoint(test::Models("dense/assistant_plain"), as, [](test::TensorData& t) {
     if (t.name == "pre_projection.weight") SetElement(t, 3, NAN);
     return true;
   });
-  auto r = ExportArtifacts(Models("dense"), as, QuantScheme::kQ4, parent + "/out");
+  auto r = ExportArtifacts(test::Models("dense"), as, QuantScheme::kQ4, parent + "/out");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("tensor pre_projection.weight holds NaN at element 3"), std::string::npos)
       << r.status().message();
@@ -171,7 +170,7 @@ TEST(ExportChecks, NonFiniteWeightsAreRefusedNamingTheTensor) {
 
 TEST(ExportChecks, ValuesTooLargeForAFloat16ScaleAreRefused) {
   const std::string src = test::MakeTempDir(), parent = test::MakeTempDir();
-  test::CopyCheckpoint(Models("dense"), src, [](test::TensorData& t) {
+  test::CopyCheckpoint(test::Models("dense"), src, [](test::TensorData& t) {
     if (t.name == "model.layers.1.mlp.up_proj.weight") SetElement(t, 40, 1e30f);
     return true;
   });
@@ -190,7 +189,7 @@ TEST(ExportChecks, ValuesTooLargeForAFloat16ScaleAreRefused) {
 // the other fails saying the folder exists, and the artifact is whole (it loads, and its bytes
 // are those of an export that ran alone).
 TEST(ExportChecks, TwoExportsToOneFolderGiveOneWholeArtifact) {
-  const std::string model = Models("dense"), assistant = model + "/assistant_plain";
+  const std::string model = test::Models("dense"), assistant = model + "/assistant_plain";
   const std::string alone = test::MakeTempDir() + "/alone";
   ASSERT_TRUE(ExportArtifacts(model, assistant, QuantScheme::kQ4, alone).ok());
   const std::string parent = test::MakeTempDir();
@@ -228,7 +227,7 @@ TEST(ExportChecks, TwoExportsToOneFolderGiveOneWholeArtifact) {
 // file: no disk space, and read back as zeros.
 std::string SlowSource() {
   const std::string dir = test::MakeTempDir();
-  test::CopyCheckpoint(Models("dense"), dir);
+  test::CopyCheckpoint(test::Models("dense"), dir);
   auto ckpt = Checkpoint::Open(dir);
   EXPECT_TRUE(ckpt.ok());
   nlohmann::json header = nlohmann::json::object();

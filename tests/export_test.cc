@@ -20,7 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Models(const std::string& rel) { return test::TestData("models/" + rel); }
 
 std::string Export(const std::string& model, QuantScheme scheme, const std::string& assistant = "") {
   const std::string out = test::MakeTempDir() + "/artifact";
@@ -75,7 +74,7 @@ std::vector<uint8_t> FileBytes(const std::string& path) {
 }
 
 TEST(Export, DeterministicAndDescribesItsSource) {
-  const std::string model = Models("e2b_mini"), assistant = Models("e2b_mini/assistant_centroid");
+  const std::string model = test::Models("e2b_mini"), assistant = test::Models("e2b_mini/assistant_centroid");
   const std::string a = Export(model, QuantScheme::kQ4, assistant), b = Export(model, QuantScheme::kQ4, assistant);
   EXPECT_EQ(FileBytes(a + "/model.safetensors"), FileBytes(b + "/model.safetensors"));
   EXPECT_EQ(FileBytes(a + "/assistant/model.safetensors"), FileBytes(b + "/assistant/model.safetensors"));
@@ -120,23 +119,23 @@ TEST(Export, BadRequestsLeaveNothingBehind) {
   EXPECT_FALSE(fs::exists(out));
   EXPECT_FALSE(fs::exists(out + ".partial"));
   // A bad assistant after a good target: the target is not left half exported either.
-  auto bad_assistant = ExportArtifacts(Models("dense"), test::MakeTempDir(), QuantScheme::kQ8, out);
+  auto bad_assistant = ExportArtifacts(test::Models("dense"), test::MakeTempDir(), QuantScheme::kQ8, out);
   EXPECT_FALSE(bad_assistant.ok());
   EXPECT_FALSE(fs::exists(out));
   EXPECT_FALSE(fs::exists(out + ".partial"));
   const std::string existing = test::MakeTempDir();
-  auto exists = ExportArtifacts(Models("dense"), "", QuantScheme::kQ8, existing);
+  auto exists = ExportArtifacts(test::Models("dense"), "", QuantScheme::kQ8, existing);
   ASSERT_FALSE(exists.ok());
   EXPECT_NE(exists.status().message().find("already exists"), std::string::npos);
   EXPECT_FALSE(ParseQuantScheme("q3").ok());
   // Exporting an artifact again would quantize twice.
-  auto twice = ExportArtifacts(Export(Models("dense"), QuantScheme::kQ8), "", QuantScheme::kQ4, out);
+  auto twice = ExportArtifacts(Export(test::Models("dense"), QuantScheme::kQ8), "", QuantScheme::kQ4, out);
   ASSERT_FALSE(twice.ok());
   EXPECT_NE(twice.status().message().find("already quantized"), std::string::npos) << twice.status().message();
 }
 
 TEST(Export, LoaderChecksQuantizedTensors) {
-  const std::string art = Export(Models("dense"), QuantScheme::kQ4);
+  const std::string art = Export(test::Models("dense"), QuantScheme::kQ4);
   auto be = MakeCpuBackend();
   auto h = Checkpoint::Open(art);
   ASSERT_TRUE(h.ok());
@@ -171,7 +170,7 @@ class ArtifactTest : public ::testing::TestWithParam<std::tuple<std::string, Qua
 // model with those weights dequantized to float32.
 TEST_P(ArtifactTest, EqualsItsDequantizedValues) {
   const auto& [name, scheme] = GetParam();
-  const std::string art = Export(Models(name), scheme), deq = Dequantized(art);
+  const std::string art = Export(test::Models(name), scheme), deq = Dequantized(art);
   auto be = MakeCpuBackend();
   auto q = Model::Load(art, *be), f = Model::Load(deq, *be);
   ASSERT_TRUE(q.ok()) << q.status().message();
@@ -191,7 +190,7 @@ TEST_P(ArtifactTest, EqualsItsDequantizedValues) {
 TEST_P(ArtifactTest, AccuracyAgainstBf16) {
   const auto& [name, scheme] = GetParam();
   auto be = MakeCpuBackend();
-  auto ref = Model::Load(Models(name), *be), q = Model::Load(Export(Models(name), scheme), *be);
+  auto ref = Model::Load(test::Models(name), *be), q = Model::Load(Export(test::Models(name), scheme), *be);
   ASSERT_TRUE(ref.ok() && q.ok());
   auto r = CompareModels(**ref, **q, SeededPrompts(4, (*ref)->config().vocab, 1), 8);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -213,7 +212,7 @@ INSTANTIATE_TEST_SUITE_P(Models, ArtifactTest,
 
 // Speculative decoding on a q4 target and assistant: greedy output equals plain greedy.
 TEST(Export, SpeculativeOnArtifactsEqualsPlainGreedy) {
-  const std::string art = Export(Models("e2b_mini"), QuantScheme::kQ4, Models("e2b_mini/assistant_centroid"));
+  const std::string art = Export(test::Models("e2b_mini"), QuantScheme::kQ4, test::Models("e2b_mini/assistant_centroid"));
   auto be = MakeCpuBackend();
   auto target = Model::Load(art, *be);
   ASSERT_TRUE(target.ok()) << target.status().message();

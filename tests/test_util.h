@@ -12,6 +12,8 @@
 namespace g4::test {
 
 std::string TestData(const std::string& rel);
+// A bundled model's folder: Models("dense") is testdata/models/dense.
+inline std::string Models(const std::string& rel) { return TestData("models/" + rel); }
 // The golden checkpoint folders: testdata/models/* plus any listed in $G4_EXTRA_GOLDENS
 // (colon-separated folders, each holding checkpoint folders made by tools/reference).
 std::vector<std::string> GoldenModelDirs();
