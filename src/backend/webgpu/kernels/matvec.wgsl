@@ -82,13 +82,22 @@ fn norm8(q: u32, ins: u32) -> mat2x4<f32> {
 }
 
 // acc[s][r] += stream s's oct q . h[r], h the input (normed: times the norm, its squares summed
-// into sq); with PRE, the join's sums too.
+// into sq); with PRE, the join's sums too. The norm goes on each row's input, or, where there
+// are more rows than streams, on each stream's weights once (FOLD).
 fn oct_dots(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, sq: ptr<function, array<f32, ROWS>>,
             w: array<Oct, STREAMS>, q: u32, rows: u32, ins: u32, x: u32) {
+  const FOLD = NORMED && ROWS > STREAMS;
   var nw = mat2x4<f32>(vec4<f32>(1.0), vec4<f32>(1.0));
   if (NORMED) { nw = norm8(q, ins); }
   var pw: mat2x4<f32>;
   if (PRE) { pw = woct(4u, 8u * q); }
+  var wf = w;
+  if (FOLD) {
+    for (var s = 0u; s < STREAMS; s++) {
+      wf[s].lo = w[s].lo * nw[0];
+      wf[s].hi = w[s].hi * nw[1];
+    }
+  }
   for (var r = 0u; r < ROWS; r++) {
     if (r < rows) {
       var xv: mat2x4<f32>;
@@ -98,14 +107,24 @@ fn oct_dots(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, sq: ptr<functi
         let t0 = d[0] * pw[0]; let t1 = d[1] * pw[1];
         var ps = vec4<f32>(0.0, 0.0, dot(xv[0], t0) + dot(xv[1], t1), dot(t0, t0) + dot(t1, t1));
         for (var s = 0u; s < STREAMS; s++) {
-          ps[s] = (dot(w[s].lo, t0 * nw[0]) + dot(w[s].hi, t1 * nw[1])) * w[s].scale;
+          if (FOLD) {
+            ps[s] = (dot(wf[s].lo, t0) + dot(wf[s].hi, t1)) * w[s].scale;
+          } else {
+            ps[s] = (dot(w[s].lo, t0 * nw[0]) + dot(w[s].hi, t1 * nw[1])) * w[s].scale;
+          }
         }
         pre_sums[r] += ps;
       }
       if (NORMED) { (*sq)[r] += dot(xv[0], xv[0]) + dot(xv[1], xv[1]); }
-      let h0 = xv[0] * nw[0]; let h1 = xv[1] * nw[1];
-      for (var s = 0u; s < STREAMS; s++) {
-        (*acc)[s][r] += (dot(w[s].lo, h0) + dot(w[s].hi, h1)) * w[s].scale;
+      if (FOLD) {
+        for (var s = 0u; s < STREAMS; s++) {
+          (*acc)[s][r] += (dot(wf[s].lo, xv[0]) + dot(wf[s].hi, xv[1])) * w[s].scale;
+        }
+      } else {
+        let h0 = xv[0] * nw[0]; let h1 = xv[1] * nw[1];
+        for (var s = 0u; s < STREAMS; s++) {
+          (*acc)[s][r] += (dot(w[s].lo, h0) + dot(w[s].hi, h1)) * w[s].scale;
+        }
       }
     }
   }
