@@ -59,7 +59,9 @@ TEST(Numerics, SamplerAtEveryTemperature) {
         // A larger logit never has a smaller probability.
         for (size_t i = 0; i < l.size(); ++i) {
           for (size_t j = 0; j < l.size(); ++j) {
-            if (l[i] > l[j]) ASSERT_GE(p[i], p[j]) << i << " " << j;
+            if (l[i] > l[j]) {
+              ASSERT_GE(p[i], p[j]) << i << " " << j;
+            }
           }
         }
         if (GreedyAt(l, t)) {
@@ -69,7 +71,9 @@ TEST(Numerics, SamplerAtEveryTemperature) {
           const int a = s.Sample(l, draw);
           ASSERT_TRUE(a >= 0 && a < static_cast<int>(l.size()));
           EXPECT_GT(p[a], 0.0f);
-          if (GreedyAt(l, t)) EXPECT_EQ(a, Argmax(l));
+          if (GreedyAt(l, t)) {
+            EXPECT_EQ(a, Argmax(l));
+          }
           if (o.top_k > 0) {  // the backend's top-k path draws the same token
             const int b = whole.SampleTop(TopK(l, o.top_k + 1), draw);
             EXPECT_EQ(b, a);

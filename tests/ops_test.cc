@@ -19,7 +19,9 @@ class OpsTest : public ::testing::Test {
   F32 Floats(const std::vector<float>& v) {
     auto b = be_->Allocate(std::max<size_t>(1, v.size()) * 4);
     EXPECT_TRUE(b.ok());
-    if (!v.empty()) EXPECT_TRUE(be_->Upload(**b, 0, v.data(), v.size() * 4).ok());
+    if (!v.empty()) {
+      EXPECT_TRUE(be_->Upload(**b, 0, v.data(), v.size() * 4).ok());
+    }
     owned_.push_back(std::move(b).value());
     return F32{owned_.back().get(), 0};
   }

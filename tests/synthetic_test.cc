@@ -42,7 +42,9 @@ TEST_P(SyntheticShapeTest, TargetAndAssistantFit) {
     EXPECT_EQ(t.hidden, s.hidden);
     EXPECT_EQ(t.vocab, 262144);
     EXPECT_EQ(t.moe, s.moe);
-    if (!layers) EXPECT_EQ(t.num_kv_shared_layers, s.kv_shared);
+    if (!layers) {
+      EXPECT_EQ(t.num_kv_shared_layers, s.kv_shared);
+    }
     EXPECT_LT(t.num_kv_shared_layers, n);
     for (int i = 0; i < n; ++i) {
       const LayerConfig& l = t.layers[i];
@@ -92,7 +94,9 @@ TEST(Synthetic, BadLayerCountsAreRefused) {
                                                                         {"e4b-assistant", 0}, {"31b-assistant", 65}}) {
     auto text = SyntheticConfigJson(shape, layers);
     EXPECT_FALSE(text.ok()) << shape << " " << layers;
-    if (!text.ok()) EXPECT_NE(text.status().message().find("--layers"), std::string::npos) << text.status().message();
+    if (!text.ok()) {
+      EXPECT_NE(text.status().message().find("--layers"), std::string::npos) << text.status().message();
+    }
   }
   auto unknown = SyntheticConfigJson("e3b", std::nullopt);
   ASSERT_FALSE(unknown.ok());

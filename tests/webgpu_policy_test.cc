@@ -16,7 +16,7 @@ TEST(DispatchPolicy, RowsVariantsAreExactToFourThenEight) {
 
 TEST(DispatchPolicy, JoinsAreStagedForSeveralRowsThatFit) {
   Tuning t;
-  t.stage_bytes = 32768 - 6144;
+  t.stage_bytes = 32768 - kMatVecOwnWorkgroupBytes;
   EXPECT_EQ(StageFloats(t, 1, 1536), 0u);  // one row joins on the way in
   EXPECT_EQ(StageFloats(t, 3, 1536), 3u * 1536);
   EXPECT_EQ(StageFloats(t, 4, 1536), 4u * 1536);

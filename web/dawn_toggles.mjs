@@ -33,8 +33,17 @@ export function yieldWhileWaiting(device) {
   if (!device?.adapterInfo?.isFallbackAdapter || typeof globalThis.setImmediate !== 'function' ||
       globalThis.__gemma4_dawn_waits) return;
   const immediate = globalThis.setImmediate;
-  // Dawn's callback is an anonymous native function; every other caller passes its own.
-  const isDawns = (fn) => fn.name === '' && Function.prototype.toString.call(fn).endsWith('{ [native code] }');
+  // Dawn's callback is an anonymous native function; every other caller passes its own. Each
+  // function's verdict is kept, so that a callback scheduled again is not printed again.
+  const verdicts = new WeakMap();
+  const isDawns = (fn) => {
+    let v = verdicts.get(fn);
+    if (v === undefined) {
+      v = fn.name === '' && Function.prototype.toString.call(fn).endsWith('{ [native code] }');
+      verdicts.set(fn, v);
+    }
+    return v;
+  };
   let polling = false, waitStart = 0;
   globalThis.__gemma4_dawn_waits = true;
   globalThis.setImmediate = (fn, ...args) => {

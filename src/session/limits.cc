@@ -45,7 +45,7 @@ std::string FormatNumber(double v) {
   if (0 < n && n <= 21) return out + digits.substr(0, n) + "." + digits.substr(n);
   if (-6 < n && n <= 0) return out + "0." + std::string(-n, '0') + digits;
   out += digits.substr(0, 1);
-  if (k > 1) out += "." + digits.substr(1);
+  if (k > 1) out.append(".").append(digits, 1);
   return out + "e" + (n - 1 >= 0 ? "+" : "-") + std::to_string(std::abs(n - 1));
 }
 

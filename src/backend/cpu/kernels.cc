@@ -156,7 +156,7 @@ void MatMul(const float* x, int rows, size_t xs, const void* w, DType t, int64_t
         Dot4(x + r * xs, xs, wr, t, in_features, s);
         for (int k = 0; k < 4; ++k) out[(r + k) * os + o] = s[k];
       }
-      float s[4];
+      float s[4] = {};
       switch (r1 - r) {
         case 3:
           DotN<3>(x + r * xs, xs, wr, t, in_features, s);

@@ -6,6 +6,10 @@
 
 namespace g4::webgpu {
 
+// Bytes of workgroup memory matvec.wgsl's own variables may take (its team reductions without
+// subgroups the largest); a stage gets the rest of the device's.
+constexpr uint64_t kMatVecOwnWorkgroupBytes = 6144;
+
 // What the dispatch shapes depend on in the device.
 struct Tuning {
   // Workgroups that keep the whole device busy: a dispatch of fewer leaves part of it idle, so

@@ -53,10 +53,8 @@ Status WebGpuBackend::Init(uint64_t fill) {
   }
   tuning_.fill = fill;
   tuning_.teams = 16 * fill;  // two workgroups of eight teams for each workgroup that fills
-  // matvec.wgsl's own workgroup variables (its team reductions without subgroups the largest)
-  // take under 6 KiB.
-  const double storage = g4_gpu_workgroup_storage_size();
-  tuning_.stage_bytes = storage > 6144 ? static_cast<uint64_t>(storage) - 6144 : 0;
+  const auto storage = static_cast<uint64_t>(g4_gpu_workgroup_storage_size());
+  tuning_.stage_bytes = storage > kMatVecOwnWorkgroupBytes ? storage - kMatVecOwnWorkgroupBytes : 0;
   return Status::Ok();
 }
 

@@ -10,18 +10,20 @@
 var<workgroup> stage: array<vec4<f32>, max(STAGE / 4u, 1u)>;
 var<workgroup> stage_teams: array<vec4<f32>, 16>;  // each team's sums of squares, rows 0-3 and 4-7
 
+const STAGE_HALVES = select(1u, 2u, ROWS > 4u);  // groups of four rows
+
 // The sums of squares of up to eight rows (ss, each thread's part) over the workgroup, for every
 // thread. Called by the whole workgroup.
 fn stage_sums(local: u32, lane: u32, ss: array<f32, 8>) -> array<f32, 8> {
   let team = local >> 5u;
-  for (var h = 0u; h < select(1u, 2u, ROWS > 4u); h++) {
+  for (var h = 0u; h < STAGE_HALVES; h++) {
     let t = team_sums(local, lane, vec4<f32>(ss[4u * h], ss[4u * h + 1u], ss[4u * h + 2u], ss[4u * h + 3u]));
     if (lane == 0u) { stage_teams[2u * team + h] = t; }
   }
   workgroupBarrier();
   var sums: array<f32, 8>;
   for (var t = 0u; t < 8u; t++) {
-    for (var h = 0u; h < select(1u, 2u, ROWS > 4u); h++) {
+    for (var h = 0u; h < STAGE_HALVES; h++) {
       let v = stage_teams[2u * t + h];
       for (var i = 0u; i < 4u; i++) { sums[4u * h + i] += v[i]; }
     }
