@@ -152,7 +152,8 @@ void RunProducts(Backend& gpu, Backend& cpu) {
   // rows variant and through the tiles; odd widths and an odd input offset. A pending join is
   // made before the weights are read, the same for every type: bf16 takes it at each rows
   // variant. Joined rows of several rows are staged in workgroup memory (3, 4 and 6 rows), or,
-  // where they do not fit in the 16 KiB a device has by default (two rows of 2048), joined apart.
+  // where they do not fit in the 16 KiB a device has by default (two rows of 2048), joined apart,
+  // as GateUp's always are.
   for (Form form : {Form::kNorm, Form::kGateUp, Form::kTwo, Form::kGeluMul}) {
     for (DType dt : kAll) {
       const bool all_rows = dt == DType::kBF16 || dt == DType::kQ4;

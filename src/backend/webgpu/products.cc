@@ -232,9 +232,11 @@ void WebGpuBackend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, 
     return;
   }
   // Decode and verification: the norm, both products of each output feature and their gelu
-  // product in one dispatch, a team a feature.
+  // product in one dispatch, a team a feature. With a team a feature this dispatch has the most
+  // workgroups of a layer's products, too many for each to stage several rows' join: those
+  // rows are joined apart first.
   const bool vec = Vec(gate, in);
-  const JoinWay join = JoinOnTheWay(pre, vec, rows, gate.cols);
+  const JoinWay join = JoinOnTheWay(pre, vec && rows == 1, rows, gate.cols);
   wgsl::MatvecVariant v;
   v.rows = RowsVariant(rows);
   v.teams = 1;
