@@ -14,7 +14,7 @@ namespace {
 using test::Cli;
 using test::CliRun;
 
-std::string Pair() {
+std::string PairFlags() {
   const std::string dir = test::TestData("models/demo");
   return " --model " + dir + " --assistant " + dir + "/assistant";
 }
@@ -22,7 +22,7 @@ std::string Pair() {
 TEST(BenchSweep, ReportsEveryKAndMatchesPlainGreedy) {
   const std::string prompts = test::MakeTempDir() + "/prompts.txt";
   test::WriteFile(prompts, "\nWhat should Congress do this year?\n\n");
-  CliRun r = Cli("bench" + Pair() + " --draft-tokens-sweep 1-2 --decode-tokens 8 --threads 1 --prompts " + prompts + " --json");
+  CliRun r = Cli("bench" + PairFlags() + " --draft-tokens-sweep 1-2 --decode-tokens 8 --threads 1 --prompts " + prompts + " --json");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);  // --json: the object alone
   EXPECT_EQ(j["prompts"], nlohmann::json::array({"What should Congress do this year?"}));
@@ -57,7 +57,7 @@ TEST(BenchSweep, ReportsEveryKAndMatchesPlainGreedy) {
     EXPECT_EQ(drafted, row["drafted"].get<int>());
   }
   // The table: a header and a line per row.
-  r = Cli("bench" + Pair() + " --draft-tokens-sweep 1 --decode-tokens 4 --threads 1 --prompts " + prompts);
+  r = Cli("bench" + PairFlags() + " --draft-tokens-sweep 1 --decode-tokens 4 --threads 1 --prompts " + prompts);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("acceptance by position"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1  fixed"), std::string::npos) << r.out;
@@ -65,7 +65,7 @@ TEST(BenchSweep, ReportsEveryKAndMatchesPlainGreedy) {
 }
 
 TEST(BenchSweep, FlagErrorsNameTheFlag) {
-  const std::string m = Pair();
+  const std::string m = PairFlags();
   CliRun r = Cli("bench" + m + " --draft-tokens-sweep 0-4");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("--draft-tokens-sweep must be A-B (or A), integers with 1 <= A <= B <= 8, not '0-4'"),

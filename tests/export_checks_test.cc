@@ -26,7 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-
 // Entries of `dir` whose names start with `prefix` (an export's destination and its temporary
 // folders).
 std::vector<std::string> Entries(const std::string& dir, const std::string& prefix) {

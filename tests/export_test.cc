@@ -20,7 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-
 std::string Export(const std::string& model, QuantScheme scheme, const std::string& assistant = "") {
   const std::string out = test::MakeTempDir() + "/artifact";
   auto r = ExportArtifacts(model, assistant, scheme, out);

@@ -34,7 +34,7 @@ export function yieldWhileWaiting(device) {
       globalThis.__gemma4_dawn_waits) return;
   const immediate = globalThis.setImmediate;
   // Dawn's callback is an anonymous native function; every other caller passes its own. Each
-  // function's verdict is kept, so that a callback scheduled again is not printed again.
+  // function's verdict is kept, so that a callback scheduled again is not stringified again.
   const verdicts = new WeakMap();
   const isDawns = (fn) => {
     let v = verdicts.get(fn);

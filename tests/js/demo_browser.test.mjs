@@ -19,8 +19,9 @@ import { launchBrowser, serve, closeServer } from './browser.mjs';
 import { catalogue } from '../../scripts/serve.mjs';
 import { mb as pageMb } from '../../web/demo/render.mjs';
 
-// Replies are short, since decoding on SwiftShader is slow; six tokens still make MTP rounds. This
-// prompt's six tokens are all text (no byte tokens shown as U+FFFD), so differing replies differ.
+// Replies are short, since decoding on SwiftShader is slow; six tokens still make MTP rounds. The
+// reply to this prompt is six tokens of text (no byte tokens shown as U+FFFD, checked below), so
+// differing replies read differently.
 const PROMPT = 'Good morning';
 const N = 6;
 const WAIT = { timeout: 600000 };
@@ -99,6 +100,7 @@ async function reply(page, index, { stopAfterText = false } = {}) {
 
 test('the demo page chats with the bundled model in headless Chromium', { timeout: 1800000 }, async (t) => {
   const want = referenceText();
+  assert.ok(want.length > 0 && !want.includes('\uFFFD'), `the reference reply is text: ${JSON.stringify(want)}`);
   const requests = [], failed = [];
   const server = await serve({ onRequest: (method, path) => requests.push(path),
                                onResponse: (method, path, status) => { if (status >= 400) failed.push(`${status} ${path}`); } });

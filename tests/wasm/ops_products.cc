@@ -149,21 +149,23 @@ void RunProducts(Backend& gpu, Backend& cpu) {
   });
   // The forms of a normed input: every type at one row (each type's rows variants are those of
   // the plain products above); bf16 and q4 at three rows (verification's), bf16 at every other
-  // rows variant and through the tiles; odd widths and an odd input offset. A pending join is
-  // made before the weights are read, the same for every type: bf16 takes it at each rows
-  // variant. Joined rows of several rows are staged in workgroup memory (3, 4 and 6 rows), or,
-  // where they do not fit in the 16 KiB a device has by default (two rows of 2048), joined apart,
-  // as GateUp's always are.
+  // rows variant and through the tiles; odd widths and an odd input offset. A pending join of
+  // one row is summed with the products as the weights are read: bf16 (a scale of 1) and q4 (a
+  // scale a block) take it. Several rows are joined before any weight is read, the same for
+  // every type: bf16 takes it at each rows variant, staged in workgroup memory (2, 3, 4 and 6
+  // rows), or, where the rows do not fit in the 16 KiB a device has by default (two rows of
+  // 2048), joined apart, as GateUp's always are.
   for (Form form : {Form::kNorm, Form::kGateUp, Form::kTwo, Form::kGeluMul}) {
     for (DType dt : kAll) {
       const bool all_rows = dt == DType::kBF16 || dt == DType::kQ4;
       for (int rows : {1, 3}) {
         if (rows > 1 && !all_rows) continue;
         Normed(gpu, cpu, form, false, dt, rows, 96);
-        if (dt == DType::kBF16) Normed(gpu, cpu, form, true, dt, rows, 160);
+        if (dt == DType::kBF16 || (dt == DType::kQ4 && rows == 1)) Normed(gpu, cpu, form, true, dt, rows, 160);
       }
     }
     for (int rows : {2, 4, 6, 9}) Normed(gpu, cpu, form, rows != 9, DType::kBF16, rows, rows == 2 ? 2048 : 64);
+    Normed(gpu, cpu, form, true, DType::kBF16, 2, 64);
     Normed(gpu, cpu, form, false, DType::kBF16, 3, 37);
     Normed(gpu, cpu, form, false, DType::kF32, 1, 40, 3);
   }

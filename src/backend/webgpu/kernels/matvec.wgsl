@@ -82,8 +82,8 @@ fn norm8(q: u32, ins: u32) -> mat2x4<f32> {
 }
 
 // acc[s][r] += stream s's oct q . h[r], h the input (normed: times the norm, its squares summed
-// into sq); with PRE, the join's sums too. The norm goes on each row's input, or, where there
-// are more rows than streams, on each stream's weights once (FOLD).
+// into sq); with PRE (one row), the join's sums too. The norm goes on each row's input, or, where
+// the kernel takes more rows than a team has streams, on each stream's weights once (FOLD).
 fn oct_dots(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, sq: ptr<function, array<f32, ROWS>>,
             w: array<Oct, STREAMS>, q: u32, rows: u32, ins: u32, x: u32) {
   const FOLD = NORMED && ROWS > STREAMS;
@@ -107,11 +107,7 @@ fn oct_dots(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, sq: ptr<functi
         let t0 = d[0] * pw[0]; let t1 = d[1] * pw[1];
         var ps = vec4<f32>(0.0, 0.0, dot(xv[0], t0) + dot(xv[1], t1), dot(t0, t0) + dot(t1, t1));
         for (var s = 0u; s < STREAMS; s++) {
-          if (FOLD) {
-            ps[s] = (dot(wf[s].lo, t0) + dot(wf[s].hi, t1)) * w[s].scale;
-          } else {
-            ps[s] = (dot(w[s].lo, t0 * nw[0]) + dot(w[s].hi, t1 * nw[1])) * w[s].scale;
-          }
+          ps[s] = (dot(w[s].lo, t0 * nw[0]) + dot(w[s].hi, t1 * nw[1])) * w[s].scale;
         }
         pre_sums[r] += ps;
       }
