@@ -141,9 +141,9 @@ class WebGpuBackend final : public Backend {
     bool fused() const { return pre || stage > 0; }
   };
   // The way the kernel makes `pre`, over rows of `dim` inputs (kernel_can: it reads them whole
-  // vec4s from one binding, and the caller lets it join them); a join it does not make is made
+  // vec4s from one binding; may_stage: several rows may be staged); a join it cannot make is made
   // now.
-  JoinWay JoinOnTheWay(const ResidualAdd& pre, bool kernel_can, int rows, int64_t dim);
+  JoinWay JoinOnTheWay(const ResidualAdd& pre, bool kernel_can, int rows, int64_t dim, bool may_stage = true);
   // The kernel's join variant and parameters for `way`, and its input (`in`, or the residual
   // before the join).
   static void SetJoin(const JoinWay& way, const ResidualAdd& pre, F32 in, wgsl::MatvecVariant& v,

@@ -91,7 +91,7 @@ fn oct_dots(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, sq: ptr<functi
   if (NORMED) { nw = norm8(q, ins); }
   var pw: mat2x4<f32>;
   if (PRE) { pw = woct(4u, 8u * q); }
-  var wf = w;
+  var wf = w;  // the weights the rows' dots take: with FOLD, times the norm
   if (FOLD) {
     for (var s = 0u; s < STREAMS; s++) {
       wf[s].lo = w[s].lo * nw[0];
@@ -112,15 +112,10 @@ fn oct_dots(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, sq: ptr<functi
         pre_sums[r] += ps;
       }
       if (NORMED) { (*sq)[r] += dot(xv[0], xv[0]) + dot(xv[1], xv[1]); }
-      if (FOLD) {
-        for (var s = 0u; s < STREAMS; s++) {
-          (*acc)[s][r] += (dot(wf[s].lo, xv[0]) + dot(wf[s].hi, xv[1])) * w[s].scale;
-        }
-      } else {
-        let h0 = xv[0] * nw[0]; let h1 = xv[1] * nw[1];
-        for (var s = 0u; s < STREAMS; s++) {
-          (*acc)[s][r] += (dot(w[s].lo, h0) + dot(w[s].hi, h1)) * w[s].scale;
-        }
+      var h = xv;
+      if (!FOLD) { h = mat2x4<f32>(xv[0] * nw[0], xv[1] * nw[1]); }
+      for (var s = 0u; s < STREAMS; s++) {
+        (*acc)[s][r] += (dot(wf[s].lo, h[0]) + dot(wf[s].hi, h[1])) * w[s].scale;
       }
     }
   }
