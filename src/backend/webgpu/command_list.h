@@ -38,7 +38,10 @@ class CommandList {
   uint64_t dispatches() const { return dispatches_; }
 
  private:
-  static constexpr int kMaxPending = 2048;  // dispatches a list holds before it is submitted
+  // Dispatches a list holds before it is handed over: the GPU starts on a long batch (a
+  // speculative round is one, recorded whole before its read) while the rest is recorded. As
+  // many as the host puts in one submit (web/gpu_bridge.mjs), so handing over costs no submits.
+  static constexpr int kMaxPending = 128;
   const Arena& arena_;
   std::vector<uint32_t> words_;
   int pending_ = 0;
