@@ -124,6 +124,17 @@ async function wasmModule(source) {
                                       : WebAssembly.compile(await response.arrayBuffer());
 }
 
+// An adapter, asked for again a few times while the answer is null: a browser's first request
+// can lose its connection to the GPU process and answer null where the next finds the adapter.
+// Dawn in Node answers at once for good.
+async function requestAdapter(gpu, options, tries) {
+  for (let i = 1; ; i++) {
+    const adapter = await gpu.requestAdapter(options);
+    if (adapter || i >= tries) return adapter;
+    await new Promise((ok) => setTimeout(ok, 100));
+  }
+}
+
 // validation false (the factory allows it only where makesDawnDevice()): Dawn skips validating the
 // runtime's GPU calls (web/dawn_toggles.mjs).
 async function requestGpu(profile, validation = true) {
@@ -134,7 +145,7 @@ async function requestGpu(profile, validation = true) {
     gpu = dawnInstance(webgpu, { validation });
   }
   if (!gpu) throw new Error('gemma4: this host has no WebGPU (navigator.gpu)');
-  const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+  const adapter = await requestAdapter(gpu, { powerPreference: 'high-performance' }, makesDawnDevice() ? 1 : 4);
   if (!adapter) throw new Error('gemma4: no WebGPU adapter is available');
   const requiredFeatures = [...(profile ? ['timestamp-query'] : []), 'subgroups'].filter((f) => adapter.features.has(f));
   const device = await adapter.requestDevice({
