@@ -1,0 +1,182 @@
+#!/usr/bin/env node
+// The runtime in Node (Dawn) and in headless Chromium, side by side in one run: the same mtp
+// build, model and measurements (scripts/bench-runtime.mjs) in each: load, prefill of a long
+// prompt, plain decode, decode with the assistant (a round's wall time against a plain step),
+// and the host's cost of a dispatch and of a submit-and-read round trip.
+//   node scripts/bench-browser.mjs --model DIR --assistant DIR [--tokenizer FILE]
+//        [--prompt-tokens N] [--decode-tokens N] [--reps N] [--only node|browser]
+//        [--chromium PATH] [--gpu] [--chromium-flag FLAG]... [--wasm FILE]... [--gpu-validation on|off] [--json]
+// Defaults: the demo pair, 512 prompt tokens, 128 decoded, two of each request (the best kept),
+// Debian's Chromium (/usr/bin/chromium) on its own software adapter (SwiftShader). --gpu asks
+// Chromium for a hardware adapter through Vulkan (the flags are GPU_FLAGS below) and stops if it
+// gives a software one; the adapter each side got is printed. Chromium runs with a profile of its
+// own on disk, so that a model of several GB reaches the page through its file cache rather than
+// memory. Build dist/ first (scripts/build-web.sh). In Node, --wasm runs the bench once for each
+// module given (another build of the mtp runtime, to compare builds in one run) instead of
+// dist's, and --gpu-validation off has Dawn skip validating the runtime's calls (the browser
+// always validates).
+import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { BUILDS, ROOT, verifyManifest } from './manifest.mjs';
+import { serve } from './serve.mjs';
+import { benchRuntime, dispatchCost } from './bench-runtime.mjs';
+import { dawnInstance } from '../web/dawn_toggles.mjs';
+
+const OFFLINE_FLAGS = ['--enable-unsafe-webgpu', '--no-sandbox', '--disable-quic', '--no-first-run',
+                       '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+// Chromium's WebGPU on Linux takes its adapters from Vulkan only when Chromium itself runs on
+// Vulkan; a headless machine's driver may lack surfaces, which --disable-vulkan-surface leaves out.
+const GPU_FLAGS = ['--enable-features=Vulkan', '--use-angle=vulkan', '--use-vulkan=native', '--disable-vulkan-surface',
+                   '--ignore-gpu-blocklist'];
+
+const args = process.argv.slice(2);
+const VALUED = ['model', 'assistant', 'tokenizer', 'prompt-tokens', 'decode-tokens', 'reps', 'only', 'chromium',
+                'chromium-flag', 'wasm', 'gpu-validation'];
+for (let i = 0; i < args.length; i++) {
+  const name = args[i].replace(/^--/, '');
+  if (VALUED.includes(name) && i + 1 < args.length) i++;
+  else if (name !== 'gpu' && name !== 'json') {
+    console.error(`bench-browser: unknown option '${args[i]}'${VALUED.includes(name) ? ' (it takes a value)' : ''}`);
+    process.exit(1);
+  }
+}
+const opt = (name, fallback) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const all = (name) => args.flatMap((a, i) => (a === `--${name}` ? [args[i + 1]] : []));
+const fail = (message) => {
+  console.error(`bench-browser: ${message}`);
+  process.exit(1);
+};
+const model = resolve(opt('model', join(ROOT, 'testdata/models/demo')));
+const assistant = resolve(opt('assistant', join(model, 'assistant')));
+const tokenizer = opt('tokenizer') && resolve(opt('tokenizer'));
+const count = (name, fallback) => {
+  const n = Number(opt(name, fallback));
+  if (!Number.isInteger(n) || n < 1) fail(`--${name} takes a whole number of at least 1, not '${opt(name)}'`);
+  return n;
+};
+const measure = { promptTokens: count('prompt-tokens', 512), decodeTokens: count('decode-tokens', 128), reps: count('reps', 2) };
+const wasms = all('wasm').map((f) => resolve(f));
+for (const f of wasms) if (!existsSync(f)) fail(`--wasm ${f}: no such file`);
+const validation = opt('gpu-validation', 'on');
+if (validation !== 'on' && validation !== 'off') fail(`--gpu-validation takes on or off, not '${validation}'`);
+const only = opt('only');
+if (only !== undefined && only !== 'node' && only !== 'browser') fail(`--only takes node or browser, not '${only}'`);
+const executablePath = opt('chromium', '/usr/bin/chromium');
+const gpu = args.includes('--gpu');
+const flags = [...OFFLINE_FLAGS, ...(gpu ? GPU_FLAGS : []), ...all('chromium-flag')];
+
+for (const [what, dir] of [['--model', model], ['--assistant', assistant]]) {
+  if (!existsSync(join(dir, 'config.json'))) fail(`${what} ${dir}: no config.json there`);
+}
+if (tokenizer && !existsSync(tokenizer)) fail(`--tokenizer ${tokenizer}: no such file`);
+const mtp = BUILDS.find((b) => b.mtp && !b.profile);
+const dist = join(ROOT, 'dist');
+const state = verifyManifest(dist).builds[mtp.name];
+if (state !== 'ok') fail(`the ${mtp.name} build in dist/ is ${state} (scripts/build-web.sh)`);
+
+// The model's folders and the tokenizer, served beside the repository under /bench/.
+function fileRoutes(prefix, dir) {
+  const routes = {};
+  for (const name of readdirSync(dir)) {
+    const file = join(dir, name);
+    if (!statSync(file).isFile()) continue;
+    const send = (req, res) => {
+      res.setHeader('Content-Type', 'application/octet-stream');
+      res.setHeader('Content-Length', statSync(file).size);
+      if (req.method === 'HEAD') return res.end();
+      createReadStream(file).pipe(res);
+    };
+    routes[`GET ${prefix}${name}`] = send;
+    routes[`HEAD ${prefix}${name}`] = send;
+  }
+  return routes;
+}
+
+async function inNode(wasm) {
+  const webgpu = await import('webgpu');
+  Object.assign(globalThis, webgpu.globals);
+  const dispatch = await dispatchCost(dawnInstance(webgpu, { validation: validation === 'on' }));
+  const mod = await import(pathToFileURL(join(dist, `${mtp.file}.mjs`)).href);
+  const factory = Object.values(mod).find((f) => typeof f === 'function');
+  const factoryOptions = { ...(wasm ? { wasm } : {}), ...(validation === 'off' ? { gpuValidation: false } : {}) };
+  const runtime = await benchRuntime(factory, { target: model, assistant, tokenizer, ...measure, factoryOptions });
+  return { where: `node (Dawn${validation === 'off' ? ', validation off' : ''})${wasm ? ` ${basename(wasm)}` : ''}`,
+           ...dispatch, ...runtime };
+}
+
+async function inBrowser() {
+  const routes = {
+    'GET /bench/': (req, res) => {
+      res.setHeader('Content-Type', 'text/html; charset=utf-8');
+      res.end('<!doctype html><title>bench</title>');
+    },
+    ...fileRoutes('/bench/target/', model),
+    ...fileRoutes('/bench/assistant/', assistant),
+    ...(tokenizer ? fileRoutes('/bench/tokenizer/', resolve(tokenizer, '..')) : {}),
+  };
+  const server = await serve({ routes });
+  const base = `http://127.0.0.1:${server.address().port}`;
+  const { chromium } = await import('playwright-core');
+  const profile = mkdtempSync(join(tmpdir(), 'g4-bench-chromium-'));
+  let context;
+  try {
+    context = await chromium.launchPersistentContext(profile, { executablePath, args: flags });
+    const page = context.pages()[0] ?? (await context.newPage());
+    // The optional files a model folder lacks answer 404 by design; everything else is shown.
+    page.on('console', (m) => { if (!m.text().includes('404')) console.error(`[page] ${m.text()}`); });
+    page.on('pageerror', (e) => console.error(`[page error] ${e.message}`));
+    await page.goto(`${base}/bench/`);
+    const result = await page.evaluate(async ({ base, build, tokenizer, measure, gpu }) => {
+      const { benchRuntime, dispatchCost } = await import(`${base}/scripts/bench-runtime.mjs`);
+      const mod = await import(`${base}/dist/${build}.mjs`);
+      const factory = Object.values(mod).find((f) => typeof f === 'function');
+      const dispatch = await dispatchCost(navigator.gpu);
+      if (gpu && dispatch.software) throw new Error(`Chromium gave a software adapter (${dispatch.adapter}), not a GPU`);
+      const runtime = await benchRuntime(factory, { target: `${base}/bench/target/`, assistant: `${base}/bench/assistant/`,
+                                                     tokenizer: tokenizer && `${base}/bench/tokenizer/${tokenizer}`, ...measure });
+      return { ...dispatch, ...runtime };
+    }, { base, build: mtp.file, tokenizer: tokenizer && basename(tokenizer), measure, gpu });
+    return { where: `chromium ${context.browser()?.version() ?? ''}`.trim(), ...result };
+  } finally {
+    await context?.close();
+    server.closeAllConnections?.();
+    server.close();
+    rmSync(profile, { recursive: true, force: true });
+  }
+}
+
+const runs = [...(wasms.length ? wasms.map((w) => ['node', () => inNode(w)]) : [['node', () => inNode()]]),
+              ['browser', inBrowser]];
+const rows = [];
+for (const [name, run] of runs) {
+  if (only && only !== name) continue;
+  try {
+    rows.push(await run());
+  } catch (e) {
+    rows.push({ where: name, error: e.message });
+  }
+}
+if (args.includes('--json')) {
+  console.log(JSON.stringify({ model, assistant, flags: rows.some((r) => r.where.startsWith('chromium')) ? flags : [], rows }));
+} else {
+  console.log(`model ${model}, assistant ${assistant}; ${measure.promptTokens} prompt tokens, ${measure.decodeTokens} decoded, best of ${measure.reps}`);
+  for (const r of rows) {
+    if (r.error) {
+      console.log(`${r.where}: failed: ${r.error}`);
+      continue;
+    }
+    console.log(`${r.where}: adapter ${r.adapter} [${r.features.join(', ')}]\n` +
+      `  dispatch: encode ${r.encode_us_per_dispatch.toFixed(2)} us, pass ${r.pass_us_per_dispatch.toFixed(2)} us a dispatch; ` +
+      `submit-and-read ${r.round_trip_us.toFixed(0)} us\n` +
+      `  load ${r.load_s.toFixed(1)} s; prefill ${r.prefill_tokens_per_s.toFixed(0)} tok/s (${r.prompt_tokens} tokens); ` +
+      `decode ${r.decode_tokens_per_s.toFixed(1)} tok/s (step ${r.step_ms.toFixed(2)} ms)\n` +
+      `  with the assistant (K=${r.draft_tokens}): ${r.mtp_tokens_per_s.toFixed(1)} tok/s, ${r.rounds} rounds of ` +
+      `${r.round_ms.toFixed(2)} ms = ${r.round_per_step.toFixed(3)}x a step, acceptance ${(100 * r.acceptance_rate).toFixed(1)}%`);
+  }
+}
+process.exit(rows.some((r) => r.error) ? 1 : 0);

@@ -1,0 +1,50 @@
+// scripts/bench-browser.mjs, its Node side (Dawn on lavapipe) on the small E2B-shaped pair: every
+// figure is made and has the shape asked for (prompt length, tokens decoded, K=2 rounds); and its
+// options fail closed, naming the option. The browser side is the same module (bench-runtime.mjs)
+// run in a page; the demo page tests cover the runtime in Chromium.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { root } from './cli.mjs';
+
+const script = join(root, 'scripts', 'bench-browser.mjs');
+const pair = ['--model', join(root, 'testdata/models/e2b_mini'), '--assistant', join(root, 'testdata/models/e2b_mini/assistant_centroid'),
+              '--tokenizer', join(root, 'testdata/tokenizers/mini/tokenizer.json')];
+const bench = (args) => spawnSync(process.execPath, [script, ...args], { cwd: root, encoding: 'utf8' });
+
+test('the Node side measures prefill, plain decode and K=2 rounds', () => {
+  const r = bench([...pair, '--prompt-tokens', '40', '--decode-tokens', '6', '--reps', '1', '--only', 'node', '--json']);
+  assert.equal(r.status, 0, r.stderr);
+  const { rows } = JSON.parse(r.stdout.trim().split('\n').pop());
+  assert.equal(rows.length, 1);
+  const row = rows[0];
+  assert.match(row.where, /^node \(Dawn\)/);
+  assert.equal(row.software, true, `lavapipe is a software adapter: ${row.adapter}`);
+  // The prompt is sized from two probes of the tokenizer: within a word's tokens of the ask.
+  assert.ok(Math.abs(row.prompt_tokens - 40) <= 4, `prompt of ${row.prompt_tokens} tokens`);
+  assert.equal(row.decode_tokens, 6);
+  assert.equal(row.draft_tokens, 2);
+  assert.ok(row.rounds >= 1 && row.rounds <= 5, `${row.rounds} rounds for 5 tokens after the first`);
+  for (const k of ['prefill_tokens_per_s', 'decode_tokens_per_s', 'step_ms', 'mtp_tokens_per_s', 'round_ms',
+                   'round_per_step', 'encode_us_per_dispatch', 'pass_us_per_dispatch', 'round_trip_us']) {
+    assert.ok(Number.isFinite(row[k]) && row[k] > 0, `${k} = ${row[k]}`);
+  }
+  assert.ok(Math.abs(row.round_per_step - row.round_ms / row.step_ms) < 1e-9);
+});
+
+test('bad options are refused, naming the option', () => {
+  for (const [args, named] of [
+    [['--only', 'phone'], /--only takes node or browser, not 'phone'/],
+    [['--tokens', '5'], /unknown option '--tokens'/],
+    [['--reps', '0'], /--reps takes a whole number/],
+    [['--gpu-validation', 'maybe'], /--gpu-validation takes on or off/],
+    [['--wasm', join(root, 'no-such.wasm')], /--wasm .*no-such\.wasm: no such file/],
+    [['--model', join(root, 'testdata')], /--model .*testdata: no config\.json there/],
+  ]) {
+    const r = bench([...args, ...pair]);
+    assert.equal(r.status, 1, `${args.join(' ')}: status ${r.status}`);
+    assert.match(r.stderr, named);
+    assert.equal(r.stdout, '');
+  }
+});
