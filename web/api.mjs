@@ -11,7 +11,7 @@ import { createMemoryWasi } from './wasi_memfs.mjs';
 import { deleteCache, isNodePath, nodePath, openModel, tokenizerSource } from './sources.mjs';
 import { workerClient } from './worker.mjs';
 import { dawnInstance, yieldWhileWaiting } from './dawn_toggles.mjs';
-import { PROFILE_SCHEMA_VERSION } from './gpu_bridge.mjs';
+import { MAX_SUBMIT_DISPATCHES, PROFILE_SCHEMA_VERSION } from './gpu_bridge.mjs';
 import { chunkStream } from './stream.mjs';
 
 // The profile before any profiled request (or in a build without profiling, with its reason).
@@ -33,7 +33,7 @@ export function checkKeys(what, obj, known) {
   return obj;
 }
 
-const FACTORY_OPTIONS = ['device', 'backend', 'wasm', 'worker', 'cache', 'log', 'gpuValidation'];
+const FACTORY_OPTIONS = ['device', 'backend', 'wasm', 'worker', 'cache', 'log', 'gpuValidation', 'submitDispatches'];
 const LOAD_OPTIONS = ['target', 'assistant', 'tokenizer', 'onProgress', 'contextLength', 'draftTokens', 'draftPolicy',
                       'gpuFill'];
 const CREATE_OPTIONS = ['model', 'messages', 'stream', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p',
@@ -71,6 +71,8 @@ const FACTORY_CHECKS = {
   cache: [(b) => typeof b === 'boolean', 'true or false'],
   log: [(f) => typeof f === 'function', 'a function'],
   gpuValidation: [(b) => typeof b === 'boolean', 'true or false'],
+  submitDispatches: [(n) => Number.isInteger(n) && n >= 1 && n <= MAX_SUBMIT_DISPATCHES,
+                     `a whole number from 1 to ${MAX_SUBMIT_DISPATCHES}`],
 };
 
 const describeValue = (v) => {
@@ -283,7 +285,8 @@ class Runtime {
     const log = this.#options.log ?? (() => {});
     const wasi = createMemoryWasi({ files, stdout: log, stderr: log });
     const device = await this.#gpu();
-    const inst = await instantiate(this.#module, { wasi, device, host: {
+    const gpuOptions = this.#options.submitDispatches ? { submitDispatches: this.#options.submitDispatches } : {};
+    const inst = await instantiate(this.#module, { wasi, device, gpuOptions, host: {
       token: (id, ptr, len) => this.#token(id, ptr, len),
       round: (drafted, accepted) => this.#round(drafted, accepted),
     } });

@@ -13,13 +13,16 @@ const UNIFORM_SLOT = 256;      // bytes a dispatch's parameters take (minUniform
 const UNIFORM_SLOTS = 4096;
 export const PROFILE_SCHEMA_VERSION = 3;  // 2: ops[name].by_workgroups; 3: mode, passes
 export const PROFILE_KERNELS = 1, PROFILE_PASSES = 2;  // the modes profile() takes (0: off)
-// Dispatches per submit: the GPU starts on the first ones while the rest are still encoded, and
-// each submit costs the GPU a pause; the size balances the two (docs/PERFORMANCE.md has the
-// figures behind it).
-const SUBMIT_DISPATCHES = 128;
+// Dispatches per submit (and compute pass), unless createGpuImports is told otherwise: the GPU
+// starts on the first ones while the rest are still encoded, and each submit costs the GPU a
+// pause; the size balances the two (docs/PERFORMANCE.md has the figures behind it). The module
+// hands its command lists over at the same size.
+export const SUBMIT_DISPATCHES = 128;
+export const MAX_SUBMIT_DISPATCHES = UNIFORM_SLOTS;  // the uniform slots one write fills
 const PROFILE_SLOTS = 2048;    // dispatches timed per submit (two queries each)
 
-export function createGpuImports(device, memory, pending) {
+// submitDispatches: 1 to MAX_SUBMIT_DISPATCHES; at the most, a step's dispatches go in one pass.
+export function createGpuImports(device, memory, pending, { submitDispatches = SUBMIT_DISPATCHES } = {}) {
   const buffers = [null];
   const kernels = [null];
   let L = null;               // the wire format, by name (configure)
@@ -158,7 +161,7 @@ export function createGpuImports(device, memory, pending) {
   const run = (words, read) => {
     const timed = profile.mode === PROFILE_KERNELS && profile.supported;
     const passTimed = profile.mode === PROFILE_PASSES && profile.supported;
-    const perSubmit = timed ? PROFILE_SLOTS : SUBMIT_DISPATCHES;
+    const perSubmit = timed ? PROFILE_SLOTS : submitDispatches;
     const perGroup = timed ? PROFILE_SLOTS : UNIFORM_SLOTS;  // dispatches sharing one write
     const starts = [];  // where each dispatch's words start
     for (let p = 0; p < words.length; p += L.headerWords + words[p + L.paramWords]) starts.push(p);
@@ -345,6 +348,9 @@ export function createGpuImports(device, memory, pending) {
     },
     read_cancel(ticket) {
       reads.delete(ticket);  // its staging buffer goes once mapped
+    },
+    submit_dispatches() {
+      return submitDispatches;
     },
     max_binding_size() {
       return device.limits.maxStorageBufferBindingSize;

@@ -8,8 +8,8 @@ import { createGpuImports } from './gpu_bridge.mjs';
 const ASYNCIFY_STACK = 1 << 20;
 
 // wasi: { imports, initialize(instance) }; host: the "host" module's imports; device: a GPUDevice
-// for the WebGPU backend (or null).
-export async function instantiate(wasm, { wasi, device = null, host = {} }) {
+// for the WebGPU backend (or null); gpuOptions: createGpuImports' options.
+export async function instantiate(wasm, { wasi, device = null, host = {}, gpuOptions = {} }) {
   let instance = null;
   let gpu = null;
   const gpuPending = { promise: null };
@@ -54,7 +54,7 @@ export async function instantiate(wasm, { wasi, device = null, host = {} }) {
   instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: wasiImports, gpu: gpuImports,
                                                      host: hostImports });
   wasi.initialize(instance);
-  if (device) gpu = createGpuImports(device, memory, gpuPending);
+  if (device) gpu = createGpuImports(device, memory, gpuPending, gpuOptions);
   const ex = instance.exports;
   dataPtr = ex.malloc(ASYNCIFY_STACK + 8);
   new Uint32Array(memory().buffer, dataPtr, 2).set([dataPtr + 8, dataPtr + 8 + ASYNCIFY_STACK]);

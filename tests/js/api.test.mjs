@@ -357,3 +357,21 @@ test('gpuValidation: false (Node) answers with the reference text; its bad uses 
   await assert.rejects(createGemma4({ gpuValidation: false, device }), /not one given/);
   device.destroy();
 });
+
+test('submitDispatches: one pass a step, or one dispatch a submit, answers with the reference text', { timeout: 180000 }, async () => {
+  // 4096 hands a whole step (and a whole speculative round) over as one list in one pass; 1 hands
+  // every dispatch over alone, so each list's uniforms and host words are written between submits.
+  const ref = referenceText(messages[0].content, N).text;
+  for (const submitDispatches of [4096, 1]) {
+    const g = await createGemma4Mtp({ submitDispatches });
+    await g.load({ target: model, assistant, tokenizer, draftPolicy: 'fixed' });
+    for (const mtp of [false, true]) {
+      const r = await g.chat.completions.create({ messages, max_tokens: N, temperature: 0, mtp });
+      assert.equal(r.choices[0].message.content, ref, `submitDispatches ${submitDispatches}, mtp ${mtp}`);
+    }
+    await g.unload();
+  }
+  for (const bad of [0, 4097, 1.5, '128']) {
+    await assert.rejects(createGemma4({ submitDispatches: bad }), /createGemma4 options: submitDispatches must be a whole number from 1 to 4096/);
+  }
+});

@@ -21,7 +21,7 @@ void CommandList::Add(uint32_t kernel, const uint32_t (&weights)[wire::kWeightSl
   w[wire::kParamWords] = static_cast<uint32_t>(n);
   std::memcpy(w + wire::kHeaderWords, params, n * 4);
   ++dispatches_;
-  if (++pending_ >= kMaxPending) Submit();
+  if (++pending_ >= max_pending_) Submit();
 }
 
 uint32_t CommandList::HostWords(const void* data, size_t n) {

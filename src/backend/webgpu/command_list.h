@@ -36,12 +36,15 @@ class CommandList {
   void Handed();
 
   uint64_t dispatches() const { return dispatches_; }
+  // Dispatches a list holds before it is handed over (at least 1).
+  void set_max_pending(int n) { max_pending_ = n < 1 ? 1 : n; }
 
  private:
   // Dispatches a list holds before it is handed over: the GPU starts on a long batch (a
   // speculative round is one, recorded whole before its read) while the rest is recorded. As
-  // many as the host puts in one submit (web/gpu_bridge.mjs), so handing over costs no submits.
-  static constexpr int kMaxPending = 128;
+  // many as the host puts in one submit (g4_gpu_submit_dispatches), so handing over costs no
+  // submits.
+  int max_pending_ = 128;
   const Arena& arena_;
   std::vector<uint32_t> words_;
   int pending_ = 0;

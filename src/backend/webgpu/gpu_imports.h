@@ -36,6 +36,9 @@ G4_GPU_IMPORT(profile) void g4_gpu_profile(uint32_t mode);
 // The profile so far as JSON (see web/gpu_bridge.mjs) into dst; returns its length, 0 if it does
 // not fit. Suspends the caller (asyncify) until every timed submit is summed.
 G4_GPU_IMPORT(profile_read) uint32_t g4_gpu_profile_read(char* dst, uint32_t cap);
+// Dispatches the host puts in one submit (and one compute pass): a command list is handed over
+// when it holds that many.
+G4_GPU_IMPORT(submit_dispatches) uint32_t g4_gpu_submit_dispatches();
 // The adapter's maxStorageBufferBindingSize.
 G4_GPU_IMPORT(max_binding_size) double g4_gpu_max_binding_size();
 // The device's maxComputeWorkgroupStorageSize.

@@ -42,6 +42,7 @@ Status WebGpuBackend::Init(uint64_t fill) {
   const std::string names = wire::kLayoutNames;
   g4_gpu_configure(wire::kLayout, static_cast<uint32_t>(std::size(wire::kLayout)), names.data(),
                    static_cast<uint32_t>(names.size()));
+  cmds_.set_max_pending(static_cast<int>(std::min<uint32_t>(g4_gpu_submit_dispatches(), 1u << 16)));
   const uint32_t sg = g4_gpu_subgroup_size();
   subgroup_ = sg >= 4 && sg <= 32 && 32 % sg == 0 ? sg : 0;
   lib_.emplace(DeviceFeatures{subgroup_});
