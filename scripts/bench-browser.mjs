@@ -5,20 +5,25 @@
 // and the host's cost of a dispatch and of a submit-and-read round trip.
 //   node scripts/bench-browser.mjs --model DIR --assistant DIR [--tokenizer FILE]
 //        [--prompt-tokens N] [--decode-tokens N] [--reps N] [--only node|browser]
-//        [--chromium PATH] [--gpu] [--chromium-flag FLAG]... [--wasm FILE]... [--gpu-validation on|off] [--json]
+//        [--chromium PATH] [--gpu] [--chromium-flag FLAG]... [--wasm FILE]... [--gpu-validation on|off]
+//        [--submit-dispatches N[,N...]] [--timeout S] [--json]
 // Defaults: the demo pair, 512 prompt tokens, 128 decoded, two of each request (the best kept),
 // Debian's Chromium (/usr/bin/chromium) on its own software adapter (SwiftShader). --gpu asks
 // Chromium for a hardware adapter through Vulkan (the flags are GPU_FLAGS below) and stops if it
-// gives a software one; the adapter each side got is printed. Chromium runs with a profile of its
-// own on disk, so that a model of several GB reaches the page through its file cache rather than
-// memory. Build dist/ first (scripts/build-web.sh). In Node, --wasm runs the bench once for each
+// gives a software one. The adapter printed is the one the dispatch probe got, asking as the
+// runtime asks (high performance). The page is cross-origin isolated, for a fine clock. Chromium
+// runs with a profile of its own on disk, so that a model of several GB reaches the page through
+// its file cache rather than memory. --timeout ends the whole run with an error after S seconds
+// (default 1800). Build dist/ first (scripts/build-web.sh). In Node, --wasm runs the bench once for each
 // module given (another build of the mtp runtime, to compare builds in one run) instead of
 // dist's, and --gpu-validation off has Dawn skip validating the runtime's calls (the browser
-// always validates).
+// always validates). --submit-dispatches runs each side once per value of the runtime's
+// submitDispatches (docs/API.md): 4096 puts all of a step's dispatches in one compute pass.
 import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
 import { BUILDS, ROOT, verifyManifest } from './manifest.mjs';
 import { serve } from './serve.mjs';
 import { benchRuntime, dispatchCost } from './bench-runtime.mjs';
@@ -31,43 +36,53 @@ const OFFLINE_FLAGS = ['--enable-unsafe-webgpu', '--no-sandbox', '--disable-quic
 const GPU_FLAGS = ['--enable-features=Vulkan', '--use-angle=vulkan', '--use-vulkan=native', '--disable-vulkan-surface',
                    '--ignore-gpu-blocklist'];
 
-const args = process.argv.slice(2);
-const VALUED = ['model', 'assistant', 'tokenizer', 'prompt-tokens', 'decode-tokens', 'reps', 'only', 'chromium',
-                'chromium-flag', 'wasm', 'gpu-validation'];
-for (let i = 0; i < args.length; i++) {
-  const name = args[i].replace(/^--/, '');
-  if (VALUED.includes(name) && i + 1 < args.length) i++;
-  else if (name !== 'gpu' && name !== 'json') {
-    console.error(`bench-browser: unknown option '${args[i]}'${VALUED.includes(name) ? ' (it takes a value)' : ''}`);
-    process.exit(1);
-  }
-}
-const opt = (name, fallback) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : fallback;
-};
-const all = (name) => args.flatMap((a, i) => (a === `--${name}` ? [args[i + 1]] : []));
 const fail = (message) => {
   console.error(`bench-browser: ${message}`);
   process.exit(1);
 };
+const OPTIONS = { gpu: { type: 'boolean' }, json: { type: 'boolean' }, 'chromium-flag': { type: 'string', multiple: true },
+                  wasm: { type: 'string', multiple: true } };
+for (const name of ['model', 'assistant', 'tokenizer', 'prompt-tokens', 'decode-tokens', 'reps', 'only', 'chromium',
+                    'gpu-validation', 'submit-dispatches', 'timeout']) OPTIONS[name] = { type: 'string' };
+let parsed;
+try {
+  parsed = parseArgs({ options: OPTIONS, strict: true, allowPositionals: false, tokens: true });
+} catch (e) {
+  fail(e.message);
+}
+for (const name of Object.keys(OPTIONS)) {
+  if (!OPTIONS[name].multiple && parsed.tokens.filter((t) => t.kind === 'option' && t.name === name).length > 1) {
+    fail(`--${name} is given more than once`);
+  }
+}
+const opt = (name, fallback) => parsed.values[name] ?? fallback;
+const all = (name) => parsed.values[name] ?? [];
 const model = resolve(opt('model', join(ROOT, 'testdata/models/demo')));
 const assistant = resolve(opt('assistant', join(model, 'assistant')));
 const tokenizer = opt('tokenizer') && resolve(opt('tokenizer'));
-const count = (name, fallback) => {
-  const n = Number(opt(name, fallback));
-  if (!Number.isInteger(n) || n < 1) fail(`--${name} takes a whole number of at least 1, not '${opt(name)}'`);
-  return n;
+const count = (name, fallback, least) => {
+  const v = String(opt(name, fallback));
+  if (!/^\d+$/.test(v) || Number(v) < least) fail(`--${name} takes a whole number of at least ${least}, not '${v}'`);
+  return Number(v);
 };
-const measure = { promptTokens: count('prompt-tokens', 512), decodeTokens: count('decode-tokens', 128), reps: count('reps', 2) };
+// Plain decode and rounds need a few tokens after the first (which the prefill gives).
+const measure = { promptTokens: count('prompt-tokens', 512, 8), decodeTokens: count('decode-tokens', 128, 4),
+                  reps: count('reps', 2, 1) };
+const timeoutS = count('timeout', 1800, 1);
 const wasms = all('wasm').map((f) => resolve(f));
 for (const f of wasms) if (!existsSync(f)) fail(`--wasm ${f}: no such file`);
 const validation = opt('gpu-validation', 'on');
 if (validation !== 'on' && validation !== 'off') fail(`--gpu-validation takes on or off, not '${validation}'`);
+const submits = opt('submit-dispatches') === undefined ? [undefined] : opt('submit-dispatches').split(',').map((v) => {
+  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 4096) {
+    fail(`--submit-dispatches takes whole numbers from 1 to 4096, not '${v}'`);
+  }
+  return Number(v);
+});
 const only = opt('only');
 if (only !== undefined && only !== 'node' && only !== 'browser') fail(`--only takes node or browser, not '${only}'`);
 const executablePath = opt('chromium', '/usr/bin/chromium');
-const gpu = args.includes('--gpu');
+const gpu = !!parsed.values.gpu;
 const flags = [...OFFLINE_FLAGS, ...(gpu ? GPU_FLAGS : []), ...all('chromium-flag')];
 
 for (const [what, dir] of [['--model', model], ['--assistant', assistant]]) {
@@ -97,21 +112,28 @@ function fileRoutes(prefix, dir) {
   return routes;
 }
 
-async function inNode(wasm) {
+const submitLabel = (n) => (n ? `, ${n} a submit` : '');
+
+async function inNode(wasm, submitDispatches) {
   const webgpu = await import('webgpu');
   Object.assign(globalThis, webgpu.globals);
   const dispatch = await dispatchCost(dawnInstance(webgpu, { validation: validation === 'on' }));
   const mod = await import(pathToFileURL(join(dist, `${mtp.file}.mjs`)).href);
   const factory = Object.values(mod).find((f) => typeof f === 'function');
-  const factoryOptions = { ...(wasm ? { wasm } : {}), ...(validation === 'off' ? { gpuValidation: false } : {}) };
+  const factoryOptions = { ...(wasm ? { wasm } : {}), ...(validation === 'off' ? { gpuValidation: false } : {}),
+                           ...(submitDispatches ? { submitDispatches } : {}) };
   const runtime = await benchRuntime(factory, { target: model, assistant, tokenizer, ...measure, factoryOptions });
-  return { where: `node (Dawn${validation === 'off' ? ', validation off' : ''})${wasm ? ` ${basename(wasm)}` : ''}`,
-           ...dispatch, ...runtime };
+  return { where: `node (Dawn${validation === 'off' ? ', validation off' : ''}${submitLabel(submitDispatches)})` +
+                  `${wasm ? ` ${basename(wasm)}` : ''}`, ...dispatch, ...runtime };
 }
 
 async function inBrowser() {
   const routes = {
     'GET /bench/': (req, res) => {
+      // Cross-origin isolated, so that performance.now() is fine-grained in the page (Chromium
+      // rounds it to 100 us otherwise).
+      res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
+      res.setHeader('Cross-Origin-Embedder-Policy', 'require-corp');
       res.setHeader('Content-Type', 'text/html; charset=utf-8');
       res.end('<!doctype html><title>bench</title>');
     },
@@ -131,17 +153,23 @@ async function inBrowser() {
     page.on('console', (m) => { if (!m.text().includes('404')) console.error(`[page] ${m.text()}`); });
     page.on('pageerror', (e) => console.error(`[page error] ${e.message}`));
     await page.goto(`${base}/bench/`);
-    const result = await page.evaluate(async ({ base, build, tokenizer, measure, gpu }) => {
+    const results = await page.evaluate(async ({ base, build, tokenizer, measure, gpu, submits }) => {
       const { benchRuntime, dispatchCost } = await import(`${base}/scripts/bench-runtime.mjs`);
       const mod = await import(`${base}/dist/${build}.mjs`);
       const factory = Object.values(mod).find((f) => typeof f === 'function');
       const dispatch = await dispatchCost(navigator.gpu);
       if (gpu && dispatch.software) throw new Error(`Chromium gave a software adapter (${dispatch.adapter}), not a GPU`);
-      const runtime = await benchRuntime(factory, { target: `${base}/bench/target/`, assistant: `${base}/bench/assistant/`,
-                                                     tokenizer: tokenizer && `${base}/bench/tokenizer/${tokenizer}`, ...measure });
-      return { ...dispatch, ...runtime };
-    }, { base, build: mtp.file, tokenizer: tokenizer && basename(tokenizer), measure, gpu });
-    return { where: `chromium ${context.browser()?.version() ?? ''}`.trim(), ...result };
+      const out = [];
+      for (const submitDispatches of submits) {
+        const runtime = await benchRuntime(factory, { target: `${base}/bench/target/`, assistant: `${base}/bench/assistant/`,
+                                                       tokenizer: tokenizer && `${base}/bench/tokenizer/${tokenizer}`, ...measure,
+                                                       factoryOptions: submitDispatches ? { submitDispatches } : {} });
+        out.push({ submitDispatches, isolated: self.crossOriginIsolated, ...dispatch, ...runtime });
+      }
+      return out;
+    }, { base, build: mtp.file, tokenizer: tokenizer && basename(tokenizer), measure, gpu, submits: submits.map((n) => n ?? 0) });
+    const version = context.browser()?.version() ?? '';
+    return results.map(({ submitDispatches, ...r }) => ({ where: `chromium ${version}${submitLabel(submitDispatches)}`.trim(), ...r }));
   } finally {
     await context?.close();
     server.closeAllConnections?.();
@@ -150,18 +178,20 @@ async function inBrowser() {
   }
 }
 
-const runs = [...(wasms.length ? wasms.map((w) => ['node', () => inNode(w)]) : [['node', () => inNode()]]),
+const runs = [...(wasms.length ? wasms : [undefined]).flatMap((w) => submits.map((n) => ['node', () => inNode(w, n)])),
               ['browser', inBrowser]];
+// A stalled GPU or page must not hang the run.
+setTimeout(() => fail(`the run took over ${timeoutS} s (--timeout)`), timeoutS * 1000).unref();
 const rows = [];
 for (const [name, run] of runs) {
   if (only && only !== name) continue;
   try {
-    rows.push(await run());
+    rows.push(...[await run()].flat());
   } catch (e) {
     rows.push({ where: name, error: e.message });
   }
 }
-if (args.includes('--json')) {
+if (parsed.values.json) {
   console.log(JSON.stringify({ model, assistant, flags: rows.some((r) => r.where.startsWith('chromium')) ? flags : [], rows }));
 } else {
   console.log(`model ${model}, assistant ${assistant}; ${measure.promptTokens} prompt tokens, ${measure.decodeTokens} decoded, best of ${measure.reps}`);
@@ -170,7 +200,8 @@ if (args.includes('--json')) {
       console.log(`${r.where}: failed: ${r.error}`);
       continue;
     }
-    console.log(`${r.where}: adapter ${r.adapter} [${r.features.join(', ')}]\n` +
+    const clock = r.isolated === false ? ' (the page\'s clock is coarse: not cross-origin isolated)' : '';
+    console.log(`${r.where}: adapter ${r.adapter} [${r.features.join(', ')}]${clock}\n` +
       `  dispatch: encode ${r.encode_us_per_dispatch.toFixed(2)} us, pass ${r.pass_us_per_dispatch.toFixed(2)} us a dispatch; ` +
       `submit-and-read ${r.round_trip_us.toFixed(0)} us\n` +
       `  load ${r.load_s.toFixed(1)} s; prefill ${r.prefill_tokens_per_s.toFixed(0)} tok/s (${r.prompt_tokens} tokens); ` +

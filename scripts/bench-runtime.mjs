@@ -9,7 +9,6 @@
 // small dispatches, and the pass done), and a submit-and-read round trip.
 
 const best = (xs) => Math.min(...xs);
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 // A raw prompt (no chat template): a word, repeated.
 const words = (n) => 'The' + ' sea'.repeat(n);
@@ -30,7 +29,8 @@ export async function benchRuntime(factory, { target, assistant, tokenizer, prom
     await ask('Hello', 4, false);
     await ask('Hello', 4, true);
     const [a, b] = [(await ask(words(16), 1, false)).prompt_tokens, (await ask(words(32), 1, false)).prompt_tokens];
-    const perWord = Math.max(1, (b - a) / 16);
+    if (b <= a) throw new Error(`benchRuntime: the tokenizer gives ${a} and ${b} tokens for 16 and 32 words; no prompt can be sized`);
+    const perWord = (b - a) / 16;
     const long = words(Math.max(1, Math.round((promptTokens - (a - 16 * perWord)) / perWord)));
     await ask(long, 1, false);
     const prefill = [];
@@ -43,6 +43,14 @@ export async function benchRuntime(factory, { target, assistant, tokenizer, prom
     // Decode time covers the tokens after the first (which the prefill gives).
     const decodeMs = (u) => (u.decode_tokens_per_s > 0 ? (1000 * (u.completion_tokens - 1)) / u.decode_tokens_per_s : 0);
     const stepMs = best(plain.map((u) => decodeMs(u) / Math.max(1, u.completion_tokens - 1)));
+    if (prefill.some((u) => !(u.prefill_tokens_per_s > 0))) throw new Error('benchRuntime: a prefill has no speed');
+    for (const u of [...plain, ...drafted]) {
+      if (!(u.completion_tokens >= 2 && u.decode_tokens_per_s > 0)) {
+        throw new Error(`benchRuntime: a request gave ${u.completion_tokens} tokens and no decode speed (an early end?)`);
+      }
+    }
+    if (drafted.some((u) => u.speculative.rounds < 1)) throw new Error('benchRuntime: a request with the assistant made no rounds');
+    // A round's cost: decode time over rounds (the last rounds may draft fewer than K).
     const fastest = drafted.reduce((a, u) => (u.decode_tokens_per_s > a.decode_tokens_per_s ? u : a));
     const roundMs = decodeMs(fastest) / Math.max(1, fastest.speculative.rounds);
     return {
@@ -105,16 +113,16 @@ export async function dispatchCost(gpu, { dispatches = 2048, reps = 5, trips = 5
       totalUs.push((1000 * (t2 - t0)) / dispatches);
     }
     const staging = device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-    const tripUs = [];
+    // Trips one after another, timed as one span: a page's clock may be coarse.
+    const t0 = performance.now();
     for (let r = 0; r < trips; r++) {
-      const t0 = performance.now();
       const enc = device.createCommandEncoder();
       enc.copyBufferToBuffer(buffer, 0, staging, 0, 16);
       device.queue.submit([enc.finish()]);
       await staging.mapAsync(GPUMapMode.READ);
       staging.unmap();
-      tripUs.push(1000 * (performance.now() - t0));
     }
+    const tripUs = (1000 * (performance.now() - t0)) / trips;
     const info = adapter.info ?? {};
     const name = [info.vendor, info.architecture, info.device, info.description].filter(Boolean).join(' / ') || 'unknown';
     return {
@@ -123,7 +131,7 @@ export async function dispatchCost(gpu, { dispatches = 2048, reps = 5, trips = 5
       features: [...adapter.features].filter((f) => ['shader-f16', 'subgroups', 'timestamp-query'].includes(f)).sort(),
       encode_us_per_dispatch: best(encodeUs),
       pass_us_per_dispatch: best(totalUs),
-      round_trip_us: median(tripUs),
+      round_trip_us: tripUs,
     };
   } finally {
     device.destroy();

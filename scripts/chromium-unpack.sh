@@ -5,12 +5,15 @@
 # checkout's node_modules. Without a part, only checks and links (for later calls).
 #   bash scripts/chromium-unpack.sh [.chromium/partN]
 set -euo pipefail
+part=${1:+$(realpath -m "$1")}
+cd "$(dirname "$0")/.."
 dest=/tmp/chromium-gpu
 mkdir -p "$dest/parts"
-if [ $# -gt 0 ]; then
-  [ -d "$1" ] || { echo "chromium-unpack: $1 is not here (carry it)" >&2; exit 1; }
-  cp -r "$1/." "$dest/parts/"
+if [ -n "$part" ]; then
+  [ -d "$part" ] || { echo "chromium-unpack: $part is not a folder" >&2; exit 1; }
+  cp -r "$part/." "$dest/parts/"
 fi
+[ -x "$dest/parts/zstd/zstd" ] || { echo "chromium-unpack: part1 (with zstd) must come first" >&2; exit 1; }
 z() { LD_LIBRARY_PATH="$dest/parts/zstd" "$dest/parts/zstd/zstd" "$@"; }
 if [ ! -x "$dest/browser/chromium" ] && [ -f "$dest/parts/chromium.zst.aa" ] && [ -f "$dest/parts/chromium.zst.ab" ]; then
   mkdir -p "$dest/browser" "$dest/lib"

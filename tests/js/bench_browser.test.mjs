@@ -36,13 +36,17 @@ test('the Node side measures prefill, plain decode and K=2 rounds', () => {
 test('bad options are refused, naming the option', () => {
   for (const [args, named] of [
     [['--only', 'phone'], /--only takes node or browser, not 'phone'/],
-    [['--tokens', '5'], /unknown option '--tokens'/],
-    [['--reps', '0'], /--reps takes a whole number/],
+    [['--tokens', '5'], /Unknown option '--tokens'/],
+    [['--reps'], /Option '--reps[^']*' argument/],
+    [['--reps', '2', '--reps', '3'], /--reps is given more than once/],
+    [['--decode-tokens', '1'], /--decode-tokens takes a whole number of at least 4, not '1'/],
+    [['--reps', '0'], /--reps takes a whole number of at least 1, not '0'/],
     [['--gpu-validation', 'maybe'], /--gpu-validation takes on or off/],
+    [['--submit-dispatches', '128,0'], /--submit-dispatches takes whole numbers from 1 to 4096, not '0'/],
     [['--wasm', join(root, 'no-such.wasm')], /--wasm .*no-such\.wasm: no such file/],
     [['--model', join(root, 'testdata')], /--model .*testdata: no config\.json there/],
   ]) {
-    const r = bench([...args, ...pair]);
+    const r = bench(args[0] === '--model' ? args : [...args, ...pair]);
     assert.equal(r.status, 1, `${args.join(' ')}: status ${r.status}`);
     assert.match(r.stderr, named);
     assert.equal(r.stdout, '');
