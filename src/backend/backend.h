@@ -277,6 +277,8 @@ std::unique_ptr<Backend> MakeCpuBackend(int threads = 0);  // 0: all cores
 // measured when the backend is made.
 Result<std::unique_ptr<Backend>> MakeWebGpuBackend(uint64_t arena_bytes, uint64_t weight_binding_limit = 0,
                                                    uint64_t fill = 0);
+// The most bytes one binding of the adapter takes (its maxStorageBufferBindingSize).
+double WebGpuMaxBindingBytes();
 #endif
 
 }  // namespace g4

@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "model/model.h"
+#include "session/backends.h"
 #include "session/engine.h"
 #include "session/stats_json.h"
 
@@ -20,17 +21,9 @@ Result<BackendFactory> BackendFor(const Args& a) {
   if (a.Has(limits::kGpuFill.flag) && name != "webgpu") {
     return InvalidArgument(std::string("--") + limits::kGpuFill.flag + " goes with --backend webgpu");
   }
-  if (name == "cpu") {
-    return BackendFactory([threads](const BackendNeeds&) -> Result<std::unique_ptr<Backend>> {
-      return MakeCpuBackend(static_cast<int>(threads));
-    });
-  }
+  if (name == "cpu") return CpuBackends(static_cast<int>(threads));
 #ifdef __wasi__
-  if (name == "webgpu") {
-    return BackendFactory([fill](const BackendNeeds& needs) {
-      return MakeWebGpuBackend(needs.arena_bytes, 0, static_cast<uint64_t>(fill));
-    });
-  }
+  if (name == "webgpu") return WebGpuBackends(static_cast<uint64_t>(fill), "ask for a shorter prompt or fewer new tokens");
   return InvalidArgument("--backend: '" + name + "' is not one of webgpu, cpu");
 #else
   (void)fill;

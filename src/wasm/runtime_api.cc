@@ -15,15 +15,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "session/backends.h"
 #include "session/engine.h"
 #include "session/limits.h"
 #include "session/stats_json.h"
 #include "tokenizer/chat.h"
 #include "wasm/api.h"
 
-#ifdef __wasi__
-#include "backend/webgpu/gpu_imports.h"
-#endif
 
 // This build's variant, defined in build_variant.cc.
 extern const bool g4_build_mtp;
@@ -113,32 +111,12 @@ T Fail(const Status& s, T value) {
   return value;
 }
 
-// The backend the request names: WebGPU, whose arena must fit one binding of the adapter, with
-// `fill` workgroups filling the device (0: measured), or the CPU backend on one thread
-// (WebAssembly has no threads here).
+// The backend the request names: WebGPU, with `fill` workgroups filling the device (0: measured),
+// or the CPU backend on one thread (WebAssembly has no threads here).
 Result<g4::BackendFactory> BackendFor(const std::string& name, uint64_t fill) {
-  if (name == "cpu") {
-    return g4::BackendFactory([](const g4::BackendNeeds&) -> Result<std::unique_ptr<g4::Backend>> {
-      return g4::MakeCpuBackend(1);
-    });
-  }
+  if (name == "cpu") return g4::CpuBackends(1);
   if (name != "webgpu") return g4::InvalidArgument("backend must be \"webgpu\" or \"cpu\", not '" + name + "'");
-#ifdef __wasi__
-  return g4::BackendFactory([fill](const g4::BackendNeeds& needs) -> Result<std::unique_ptr<g4::Backend>> {
-    const double binding = g4_gpu_max_binding_size();
-    if (static_cast<double>(needs.arena_bytes) > binding) {
-      return g4::ResourceExhausted(
-          "a context of " + std::to_string(needs.context) + " tokens needs " + std::to_string(needs.arena_bytes >> 20) +
-          " MiB of K/V cache and activations in one buffer, but this adapter binds at most " +
-          std::to_string(static_cast<uint64_t>(binding) >> 20) +
-          " MiB (maxStorageBufferBindingSize); ask for a smaller contextLength");
-    }
-    return g4::MakeWebGpuBackend(needs.arena_bytes, 0, fill);
-  });
-#else
-  (void)fill;
-  return g4::InvalidArgument("this build has no WebGPU backend");
-#endif
+  return g4::WebGpuBackends(fill, std::string("ask for a smaller ") + g4::limits::kContext.js);
 }
 
 Result<std::unique_ptr<g4::Engine>> Create(const json& request) {

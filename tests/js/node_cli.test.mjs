@@ -100,3 +100,11 @@ test('errors come back as messages and exit codes', () => {
   const u = spawnSync(process.execPath, [cli, 'frobnicate'], { encoding: 'utf8' });
   assert.equal(u.status, 2);
 });
+
+test('a context whose cache does not fit one binding is refused before anything is made', () => {
+  const r = spawnSync(process.execPath, [cli, 'generate', '--model', join(models, 'e2b_mini'), '--prompt-ids', '2',
+                                         '--max-new-tokens', '16000000', '--backend', 'webgpu'], { encoding: 'utf8' });
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /a context of 16000001 tokens needs \d+ MiB of K\/V cache and activations in one buffer, but this adapter binds at most \d+ MiB \(maxStorageBufferBindingSize\); ask for a shorter prompt or fewer new tokens/);
+  assert.equal(r.stdout, '');
+});

@@ -379,6 +379,8 @@ void WebGpuBackend::MoeExperts(F32 out, F32 act_scratch, F32 x, const Weight& ga
 
 }  // namespace webgpu
 
+double WebGpuMaxBindingBytes() { return g4_gpu_max_binding_size(); }
+
 Result<std::unique_ptr<Backend>> MakeWebGpuBackend(uint64_t arena_bytes, uint64_t weight_binding_limit,
                                                    uint64_t fill) {
   auto be = std::make_unique<webgpu::WebGpuBackend>(arena_bytes, weight_binding_limit);
