@@ -96,6 +96,9 @@ export function defineFactory(build) {
     if (options.gpuValidation === false && !makesDawnDevice()) {
       throw new TypeError(`gemma4 ${build.factory} options: gpuValidation: false needs Node, where the runtime makes its device with Dawn`);
     }
+    if (options.submitDispatches !== undefined && options.backend === 'cpu') {
+      throw new TypeError(`gemma4 ${build.factory} options: submitDispatches is for the webgpu backend, not 'cpu'`);
+    }
     if (options.worker) return workerClient(build, options);
     const rt = new Runtime(build, options);
     await rt.init();

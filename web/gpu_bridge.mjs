@@ -23,6 +23,9 @@ const PROFILE_SLOTS = 2048;    // dispatches timed per submit (two queries each)
 
 // submitDispatches: 1 to MAX_SUBMIT_DISPATCHES; at the most, a step's dispatches go in one pass.
 export function createGpuImports(device, memory, pending, { submitDispatches = SUBMIT_DISPATCHES } = {}) {
+  if (!Number.isInteger(submitDispatches) || submitDispatches < 1 || submitDispatches > MAX_SUBMIT_DISPATCHES) {
+    throw new RangeError(`gemma4: submitDispatches must be a whole number from 1 to ${MAX_SUBMIT_DISPATCHES}, not ${submitDispatches}`);
+  }
   const buffers = [null];
   const kernels = [null];
   let L = null;               // the wire format, by name (configure)
@@ -155,7 +158,7 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
   };
 
   // Runs a command list (see webgpu_backend.cc): the dispatches' parameters go to the uniform
-  // slots in one write, then submits of up to SUBMIT_DISPATCHES dispatches, one compute pass each
+  // slots in one write, then submits of up to submitDispatches dispatches, one compute pass each
   // (a pass per dispatch when kernels are timed). A read ({ id, offset, size, staging }) is copied
   // in the last submit, after every dispatch.
   const run = (words, read) => {

@@ -1,5 +1,6 @@
 #include "session/backends.h"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -16,14 +17,14 @@ Result<BackendFactory> WebGpuBackends(uint64_t fill, std::string remedy) {
   return BackendFactory([fill, remedy = std::move(remedy)](const BackendNeeds& needs)
                             -> Result<std::unique_ptr<Backend>> {
     const double binding = WebGpuMaxBindingBytes();
-    if (static_cast<double>(needs.arena_bytes) > binding) {
+    if (static_cast<double>(needs.least_bytes) > binding) {
       return ResourceExhausted("a context of " + std::to_string(needs.context) + " tokens needs " +
-                               std::to_string(needs.arena_bytes >> 20) +
+                               std::to_string(needs.least_bytes >> 20) +
                                " MiB of K/V cache and activations in one buffer, but this adapter binds at most " +
                                std::to_string(static_cast<uint64_t>(binding) >> 20) +
                                " MiB (maxStorageBufferBindingSize); " + remedy);
     }
-    return MakeWebGpuBackend(needs.arena_bytes, 0, fill);
+    return MakeWebGpuBackend(std::min<uint64_t>(needs.arena_bytes, static_cast<uint64_t>(binding)), 0, fill);
   });
 #else
   (void)fill;

@@ -40,10 +40,12 @@ Status Engine::Reserve(int64_t context, const BackendFactory& make_backend, int 
   // Positions: the context plus the drafts a last round may verify past it.
   const int64_t positions = context + draft_tokens_ + 2;
   if (rows <= 0) rows = static_cast<int>(std::min<int64_t>(context, Model::kPrefillChunk));
-  const BackendNeeds needs{config_, context, positions, rows, Model::ArenaBytes(config_, positions, rows)};
+  const Model::MemoryEstimate estimate = Model::EstimateMemory(config_, positions, rows);
+  const BackendNeeds needs{config_, context, positions, rows, Model::ArenaBytes(config_, positions, rows),
+                           estimate.kv_cache + estimate.activations};
   G4_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, make_backend(needs));
   context_ = context;
-  estimate_ = Model::EstimateMemory(config_, positions, rows);
+  estimate_ = estimate;
   arena_bytes_ = needs.arena_bytes;
   backend_ = std::move(backend);
   return Status::Ok();

@@ -50,13 +50,15 @@ struct EngineOptions {
 };
 
 // What a backend is made for: a run of up to `positions` (the context plus a last round's drafts)
-// in batches of up to `rows`, which takes an activation arena of `arena_bytes`.
+// in batches of up to `rows`, which takes an activation arena of `arena_bytes`: the K/V cache and
+// activations (`least_bytes`, which the run cannot do without) and some slack.
 struct BackendNeeds {
   const ModelConfig& config;
   int64_t context = 0;
   int64_t positions = 0;
   int rows = 0;
   uint64_t arena_bytes = 0;
+  uint64_t least_bytes = 0;
 };
 using BackendFactory = std::function<Result<std::unique_ptr<Backend>>(const BackendNeeds&)>;
 

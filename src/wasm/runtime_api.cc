@@ -22,7 +22,6 @@
 #include "tokenizer/chat.h"
 #include "wasm/api.h"
 
-
 // This build's variant, defined in build_variant.cc.
 extern const bool g4_build_mtp;
 extern const bool g4_build_profile;

@@ -201,6 +201,11 @@ test('files given as Blobs load like a folder; bad files fail closed and a later
   assert.equal(g.stats().gpu_buffers, 0);
   await assert.rejects(g.load({ target: { 'config.json': files['config.json'] } }), /model\.safetensors is missing/);
   await assert.rejects(g.load({ target: model, contextLength: 1 << 24 }), /maxStorageBufferBindingSize/);
+  // A context whose cache and activations fit one binding (128 MiB here) loads, though the arena's
+  // slack then does not fit too: the arena is cut to the binding.
+  await g.load({ target: model, tokenizer, contextLength: 150000 });
+  assert.equal((await g.chat.completions.create({ messages, max_tokens: 2, temperature: 0 })).usage.completion_tokens, 2);
+  await g.unload();
   await assert.rejects(g.load({ target: model, context: 10 }), /unknown option 'context'/);
   await assert.rejects(g.load({ target: model, draftPolicy: 'fast' }), /^TypeError: gemma4 load: draftPolicy must be one of 'adaptive', 'fixed', not 'fast'$/);
   await assert.rejects(createGemma4({ backnd: 'cpu' }), /unknown option 'backnd'/);
@@ -374,4 +379,5 @@ test('submitDispatches: one pass a step, or one dispatch a submit, answers with 
   for (const bad of [0, 4097, 1.5, '128']) {
     await assert.rejects(createGemma4({ submitDispatches: bad }), /createGemma4 options: submitDispatches must be a whole number from 1 to 4096/);
   }
+  await assert.rejects(createGemma4({ submitDispatches: 64, backend: 'cpu' }), /submitDispatches is for the webgpu backend, not 'cpu'/);
 });
