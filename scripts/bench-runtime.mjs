@@ -1,5 +1,6 @@
 // The measurements scripts/bench-browser.mjs makes, written once for both places it makes them:
 // Node (Dawn) and a browser page. Nothing here imports a Node module.
+import { requestAdapter } from '../web/adapter.mjs';
 //
 // benchRuntime: one load of a model and its assistant through an mtp build's factory, then
 // greedy requests that each measure one thing: prefill of a long prompt, plain decode, and
@@ -40,9 +41,6 @@ export async function benchRuntime(factory, { target, assistant, tokenizer, prom
       plain.push(await ask('Once upon a time', decodeTokens, false));
       drafted.push(await ask('Once upon a time', decodeTokens, true));
     }
-    // Decode time covers the tokens after the first (which the prefill gives).
-    const decodeMs = (u) => (u.decode_tokens_per_s > 0 ? (1000 * (u.completion_tokens - 1)) / u.decode_tokens_per_s : 0);
-    const stepMs = best(plain.map((u) => decodeMs(u) / Math.max(1, u.completion_tokens - 1)));
     if (prefill.some((u) => !(u.prefill_tokens_per_s > 0))) throw new Error('benchRuntime: a prefill has no speed');
     for (const u of [...plain, ...drafted]) {
       if (!(u.completion_tokens >= 2 && u.decode_tokens_per_s > 0)) {
@@ -50,9 +48,12 @@ export async function benchRuntime(factory, { target, assistant, tokenizer, prom
       }
     }
     if (drafted.some((u) => u.speculative.rounds < 1)) throw new Error('benchRuntime: a request with the assistant made no rounds');
+    // Decode time covers the tokens after the first (which the prefill gives).
+    const decodeMs = (u) => (1000 * (u.completion_tokens - 1)) / u.decode_tokens_per_s;
+    const stepMs = best(plain.map((u) => 1000 / u.decode_tokens_per_s));
     // A round's cost: decode time over rounds (the last rounds may draft fewer than K).
     const fastest = drafted.reduce((a, u) => (u.decode_tokens_per_s > a.decode_tokens_per_s ? u : a));
-    const roundMs = decodeMs(fastest) / Math.max(1, fastest.speculative.rounds);
+    const roundMs = decodeMs(fastest) / fastest.speculative.rounds;
     return {
       load_s: loadMs / 1000,
       prompt_tokens: prefill[0].prompt_tokens,
@@ -65,7 +66,7 @@ export async function benchRuntime(factory, { target, assistant, tokenizer, prom
       rounds: fastest.speculative.rounds,
       acceptance_rate: fastest.speculative.acceptance_rate,
       round_ms: roundMs,
-      round_per_step: stepMs > 0 ? roundMs / stepMs : 0,
+      round_per_step: roundMs / stepMs,
     };
   } finally {
     await rt.unload();
@@ -80,12 +81,7 @@ const KERNEL = `
 
 // gpu: navigator.gpu, or Dawn's in Node. dispatches: how many a pass encodes.
 export async function dispatchCost(gpu, { dispatches = 2048, reps = 5, trips = 50 } = {}) {
-  // A browser's first request may answer null and the next the adapter (web/api.mjs).
-  let adapter = null;
-  for (let i = 0; i < 4 && !adapter; i++) {
-    if (i) await new Promise((ok) => setTimeout(ok, 100));
-    adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
-  }
+  const adapter = await requestAdapter(gpu, { powerPreference: 'high-performance' });
   if (!adapter) throw new Error('dispatchCost: no WebGPU adapter');
   const device = await adapter.requestDevice();
   try {

@@ -13,6 +13,7 @@ import { workerClient } from './worker.mjs';
 import { dawnInstance, yieldWhileWaiting } from './dawn_toggles.mjs';
 import { MAX_SUBMIT_DISPATCHES, PROFILE_SCHEMA_VERSION } from './gpu_bridge.mjs';
 import { chunkStream } from './stream.mjs';
+import { requestAdapter } from './adapter.mjs';
 
 // The profile before any profiled request (or in a build without profiling, with its reason).
 function emptyProfile(supported, reason = undefined) {
@@ -127,17 +128,6 @@ async function wasmModule(source) {
   if (!response.ok) throw new Error(`gemma4: ${url}: HTTP ${response.status}`);
   return WebAssembly.compileStreaming ? WebAssembly.compileStreaming(response)
                                       : WebAssembly.compile(await response.arrayBuffer());
-}
-
-// An adapter, asked for again a few times while the answer is null: a browser's first request
-// can lose its connection to the GPU process and answer null where the next finds the adapter.
-// Dawn in Node answers at once for good.
-async function requestAdapter(gpu, options, tries) {
-  for (let i = 1; ; i++) {
-    const adapter = await gpu.requestAdapter(options);
-    if (adapter || i >= tries) return adapter;
-    await new Promise((ok) => setTimeout(ok, 100));
-  }
 }
 
 // validation false (the factory allows it only where makesDawnDevice()): Dawn skips validating the
