@@ -1,0 +1,26 @@
+// scripts/probe-subgroup-matrix.mjs on a machine without subgroup matrices (lavapipe): it says
+// what the adapter lacks and measures nothing, and a bad --reps is refused, naming the option.
+// Its measurement itself needs a GPU with matrix units (docs/PERFORMANCE.md has the H200's).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { root } from './cli.mjs';
+
+const probe = (args) => spawnSync(process.execPath, [join(root, 'scripts', 'probe-subgroup-matrix.mjs'), ...args],
+                                  { cwd: root, encoding: 'utf8' });
+
+test('without subgroup matrices it names what is missing and measures nothing', () => {
+  const r = probe(['--reps', '2']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /not measured: the adapter lacks [^\n]*chromium-experimental-subgroup-matrix/);
+  assert.doesNotMatch(r.stdout, /TFLOP\/s/);
+});
+
+test('a bad --reps is refused', () => {
+  for (const reps of ['0', 'x', '1.5', '1001']) {
+    const r = probe(['--reps', reps]);
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, new RegExp(`--reps must be a whole number from 1 to 1000, not '${reps.replace('.', '\\.')}'`));
+  }
+});
