@@ -50,6 +50,7 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
   const stagingPool = new Map();  // size -> [GPUBuffer]
   const STAGING_KEPT = 4;         // per size
   let disposed = false;
+  const host = { ms: 0 };  // time spent in run(): encoding and submitting command lists
   const takeStaging = (size) => stagingPool.get(size)?.pop()
     ?? device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
   const returnStaging = (buffer) => {
@@ -162,6 +163,11 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
   // (a pass per dispatch when kernels are timed). A read ({ id, offset, size, staging }) is copied
   // in the last submit, after every dispatch.
   const run = (words, read) => {
+    const t0 = performance.now();
+    runLists(words, read);
+    host.ms += performance.now() - t0;
+  };
+  const runLists = (words, read) => {
     const timed = profile.mode === PROFILE_KERNELS && profile.supported;
     const passTimed = profile.mode === PROFILE_PASSES && profile.supported;
     const perSubmit = timed ? PROFILE_SLOTS : submitDispatches;
@@ -351,6 +357,9 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
     },
     read_cancel(ticket) {
       reads.delete(ticket);  // its staging buffer goes once mapped
+    },
+    host_ms() {
+      return host.ms;
     },
     submit_dispatches() {
       return submitDispatches;

@@ -157,6 +157,8 @@ Result<std::unique_ptr<PendingDownload>> WebGpuBackend::StartDownload(const Buff
 
 // --- measurement
 
+double WebGpuBackend::HostHandOverMs() const { return g4_gpu_host_ms(); }
+
 void WebGpuBackend::Profile(ProfileMode mode) {
   cmds_.Submit();
   g4_gpu_profile(static_cast<uint32_t>(mode));

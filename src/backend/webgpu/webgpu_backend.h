@@ -43,6 +43,7 @@ class WebGpuBackend final : public Backend {
 
   // --- measurement (webgpu_backend.cc)
   uint64_t dispatches() const override { return cmds_.dispatches(); }
+  double HostHandOverMs() const override;
   void Profile(ProfileMode mode) override;
   Result<std::string> ProfileJson() override;
   Result<double> MeasureReadBandwidth(uint64_t bytes) override;
