@@ -6,10 +6,14 @@
 // host once (compiled there) and known by an id afterwards.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -26,10 +30,23 @@ class ShaderLibrary {
  public:
   explicit ShaderLibrary(DeviceFeatures device) : device_(device) {}
 
-  // The id of kernel K compiled with variant v, registered the first time it is asked for.
+  // The id of kernel K compiled with variant v, registered the first time it is asked for. Every
+  // dispatch asks, so a variant seen before is found by its constants' values (no text built).
   template <typename K>
   Result<uint32_t> Id(const typename K::Variant& v) {
-    return Id(K::kName, wgsl::Consts(v));
+    std::array<uint32_t, K::Variant::kWords> words{};
+    wgsl::Words(v, words.data());
+    const uint64_t hash = Hash(K::kName, words.data(), words.size());
+    const auto [first, last] = known_.equal_range(hash);
+    for (auto it = first; it != last; ++it) {
+      const Known& k = it->second;
+      if (std::strcmp(k.name, K::kName) == 0 && std::equal(words.begin(), words.end(), k.words.begin(), k.words.end())) {
+        return k.id;
+      }
+    }
+    G4_ASSIGN_OR_RETURN(uint32_t id, Id(K::kName, wgsl::Consts(v)));
+    known_.emplace(hash, Known{K::kName, std::vector<uint32_t>(words.begin(), words.end()), id});
+    return id;
   }
   Result<uint32_t> Id(const char* name, const std::string& consts);
 
@@ -44,8 +61,22 @@ class ShaderLibrary {
   std::string PieceFile(const std::string& piece) const;
   Status AddPieces(const std::string& file, std::vector<std::string>* order, std::set<std::string>* seen) const;
 
+  // FNV-1a over a kernel's name and its variant's values.
+  static uint64_t Hash(const char* name, const uint32_t* words, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (const char* c = name; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
+    for (size_t i = 0; i < n; ++i) h = (h ^ words[i]) * 1099511628211ull;
+    return h;
+  }
+  struct Known {
+    const char* name;
+    std::vector<uint32_t> words;
+    uint32_t id;
+  };
+
   DeviceFeatures device_;
-  std::map<std::string, uint32_t> ids_;  // name + consts -> id
+  std::map<std::string, uint32_t> ids_;              // name + consts -> id
+  std::unordered_multimap<uint64_t, Known> known_;  // Hash(name, variant values) -> id
 };
 
 // The `//! KEY ...` lines of a WGSL text: their rest, one entry each.
