@@ -13,12 +13,20 @@
 // and measures nothing.
 import { parseArgs } from 'node:util';
 
-const { values } = parseArgs({ options: { reps: { type: 'string', default: '9' } } });
-const reps = Number(values.reps);
-if (!Number.isInteger(reps) || reps < 1 || reps > 1000) {
-  console.error(`probe-subgroup-matrix: --reps must be a whole number from 1 to 1000, not '${values.reps}'`);
+const fail = (message) => {
+  console.error(`probe-subgroup-matrix: ${message}`);
   process.exit(2);
+};
+let values;
+try {
+  ({ values } = parseArgs({ options: { reps: { type: 'string', multiple: true } }, strict: true }));
+} catch (e) {
+  fail(e.message);
 }
+if ((values.reps ?? []).length > 1) fail('--reps is given more than once');
+const repsText = values.reps?.[0] ?? '9';
+const reps = /^[0-9]+$/.test(repsText) ? Number(repsText) : NaN;
+if (!(reps >= 1 && reps <= 1000)) fail(`--reps must be a whole number from 1 to 1000, not '${repsText}'`);
 
 const webgpu = await import('webgpu');
 Object.assign(globalThis, webgpu.globals);
@@ -34,9 +42,10 @@ const need = ['shader-f16', 'chromium-experimental-subgroup-matrix', 'subgroups'
 const missing = need.filter((f) => !adapter.features.has(f));
 const config = (adapter.info.subgroupMatrixConfigs ?? [])
   .find((c) => c.componentType === 'f16' && c.resultComponentType === 'f32');
-if (missing.length || !config || adapter.info.subgroupMaxSize !== 32) {
+const width32 = adapter.info.subgroupMinSize === 32 && adapter.info.subgroupMaxSize === 32;
+if (missing.length || !config || !width32) {
   console.log(`probe-subgroup-matrix: not measured: ${missing.length ? `the adapter lacks ${missing.join(', ')}`
-    : !config ? 'no f16 -> f32 subgroup matrix configuration' : 'subgroups are not 32 wide'}`);
+    : !config ? 'no f16 -> f32 subgroup matrix configuration' : 'its subgroups are not all 32 wide'}`);
   process.exit(0);
 }
 const device = await adapter.requestDevice({
@@ -129,15 +138,23 @@ async function readBack(buffer, size) {
 }
 
 async function measure(M, N, K, tile) {
+  if (M % tile[0] || N % tile[1] || K % tile[2]) throw new Error('the tile does not divide the product');
   let seed = 1;
-  const random = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 4294967296 - 0.5;
+  const random = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296 - 0.5;
   const x = Float32Array.from({ length: M * K }, () => random() * 4);
   const w = Uint16Array.from({ length: N * K }, () => bf16Bits(random() * 0.1));
   device.pushErrorScope('validation');
-  const module = device.createShaderModule({ code: kernel(...tile) });
-  const pipeline = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
-  const error = await device.popErrorScope();
-  if (error) throw new Error(error.message.split('\n')[0]);
+  let pipeline, failure = null;
+  try {
+    const module = device.createShaderModule({ code: kernel(...tile) });
+    pipeline = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+  } catch (e) {
+    failure = e;
+  } finally {
+    const error = await device.popErrorScope();
+    failure ??= error && new Error(error.message.split('\n')[0]);
+  }
+  if (failure) throw failure;
   const bx = upload(x, GPUBufferUsage.STORAGE), bw = upload(new Uint32Array(w.buffer), GPUBufferUsage.STORAGE);
   const by = device.createBuffer({ size: M * N * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
   const bd = upload(new Uint32Array([M, N, K, 0]), GPUBufferUsage.UNIFORM);

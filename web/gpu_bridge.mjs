@@ -50,7 +50,18 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
   const stagingPool = new Map();  // size -> [GPUBuffer]
   const STAGING_KEPT = 4;         // per size
   let disposed = false;
-  const host = { ms: 0 };  // time spent in run(): encoding and submitting command lists
+  // The host's time in submit() and read_start(): copying each command list, a read's staging
+  // buffer, encoding and submitting. performance.now() is coarse in a page that is not
+  // cross-origin isolated (100 us steps), so there the sum means little.
+  const host = { ms: 0 };
+  const handingOver = (fn) => {
+    const t0 = performance.now();
+    try {
+      return fn();
+    } finally {
+      host.ms += performance.now() - t0;
+    }
+  };
   const takeStaging = (size) => stagingPool.get(size)?.pop()
     ?? device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
   const returnStaging = (buffer) => {
@@ -163,11 +174,6 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
   // (a pass per dispatch when kernels are timed). A read ({ id, offset, size, staging }) is copied
   // in the last submit, after every dispatch.
   const run = (words, read) => {
-    const t0 = performance.now();
-    runLists(words, read);
-    host.ms += performance.now() - t0;
-  };
-  const runLists = (words, read) => {
     const timed = profile.mode === PROFILE_KERNELS && profile.supported;
     const passTimed = profile.mode === PROFILE_PASSES && profile.supported;
     const perSubmit = timed ? PROFILE_SLOTS : submitDispatches;
@@ -224,6 +230,37 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
   };
   const copyRead = (encoder, read) => {
     if (read) encoder.copyBufferToBuffer(buffers[read.id], read.offset, read.staging, 0, read.size);
+  };
+
+  // Starts a read (read_start): runs the list with a copy of the bytes in its last submit.
+  const startRead = (ptr, count, id, offset, size) => {
+    const ticket = nextRead++;
+    let staging = null;
+    try {
+      staging = takeStaging(size);
+      run(new Uint32Array(memory().buffer, ptr, count).slice(), { id, offset, size, staging });
+    } catch (e) {
+      error ??= e;
+      staging?.destroy();
+      reads.set(ticket, Promise.resolve(null));
+      return ticket;
+    }
+    const checks = [...compileChecks.splice(0), ...allocChecks.splice(0)];
+    // A buffer whose read failed is destroyed, not kept.
+    reads.set(ticket, Promise.all(checks).then(() => staging.mapAsync(GPUMapMode.READ)).then(() => {
+      if (kernelError) throw kernelError;
+      if (error) throw error;
+      const data = new Uint8Array(staging.getMappedRange()).slice();
+      staging.unmap();
+      returnStaging(staging);
+      return data;
+    }).catch((e) => {
+      error = e;
+      if (e === kernelError) console.error(e.message);
+      staging.destroy();
+      return null;
+    }));
+    return ticket;
   };
 
   return {
@@ -288,7 +325,7 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
       return 1;
     },
     submit(ptr, count) {
-      run(new Uint32Array(memory().buffer, ptr, count).slice(), null);
+      handingOver(() => run(new Uint32Array(memory().buffer, ptr, count).slice(), null));
     },
     // Profiling: PROFILE_KERNELS or PROFILE_PASSES starts that mode (clearing what was summed),
     // 0 stops.
@@ -316,33 +353,7 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
     // the bytes after it, and starts mapping them; the module goes on recording (the next step)
     // while the GPU works. Returns the read's ticket.
     read_start(ptr, count, id, offset, size) {
-      const ticket = nextRead++;
-      let staging = null;
-      try {
-        staging = takeStaging(size);
-        run(new Uint32Array(memory().buffer, ptr, count).slice(), { id, offset, size, staging });
-      } catch (e) {
-        error ??= e;
-        staging?.destroy();
-        reads.set(ticket, Promise.resolve(null));
-        return ticket;
-      }
-      const checks = [...compileChecks.splice(0), ...allocChecks.splice(0)];
-      // A buffer whose read failed is destroyed, not kept.
-      reads.set(ticket, Promise.all(checks).then(() => staging.mapAsync(GPUMapMode.READ)).then(() => {
-        if (kernelError) throw kernelError;
-        if (error) throw error;
-        const data = new Uint8Array(staging.getMappedRange()).slice();
-        staging.unmap();
-        returnStaging(staging);
-        return data;
-      }).catch((e) => {
-        error = e;
-        if (e === kernelError) console.error(e.message);
-        staging.destroy();
-        return null;
-      }));
-      return ticket;
+      return handingOver(() => startRead(ptr, count, id, offset, size));
     },
     // Async: the module is suspended (asyncify) until the read's bytes are in its memory.
     read_finish(ticket, dst, size) {

@@ -252,9 +252,9 @@ class Backend {
   virtual Result<double> MeasureReadBandwidth(uint64_t bytes) { (void)bytes; return 0.0; }
   // GPU dispatches recorded so far (0 for backends without them).
   virtual uint64_t dispatches() const { return 0; }
-  // Milliseconds the host has spent handing recorded work over to the device so far (WebGPU:
-  // encoding and submitting command lists); the rest of the host's time is recording. 0 for
-  // backends that hand nothing over.
+  // Milliseconds the host has spent handing recorded work over to the device so far (WebGPU: the
+  // bridge's submit and read_start, which copy, encode and submit command lists); the rest of the
+  // host's time for that work is the module's own recording. 0 for backends that hand nothing over.
   virtual double HostHandOverMs() const { return 0.0; }
   // GPU timing, where the device offers it: Profile(kKernels or kPasses) starts afresh, kOff
   // stops. ProfileJson() is the versioned profile (see web/gpu_bridge.mjs), "" when there is none.

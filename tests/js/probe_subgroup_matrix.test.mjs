@@ -1,6 +1,7 @@
-// scripts/probe-subgroup-matrix.mjs on a machine without subgroup matrices (lavapipe): it says
-// what the adapter lacks and measures nothing, and a bad --reps is refused, naming the option.
-// Its measurement itself needs a GPU with matrix units (docs/PERFORMANCE.md has the H200's).
+// scripts/probe-subgroup-matrix.mjs on a machine without subgroup matrices (lavapipe, whose
+// Mesa has shader-f16 but no subgroup matrices): it says what the adapter lacks and measures
+// nothing; and bad options are refused, naming the option. Its measurement itself needs a GPU
+// with matrix units (docs/PERFORMANCE.md has the H200's); on one, the first test would fail.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -17,10 +18,16 @@ test('without subgroup matrices it names what is missing and measures nothing', 
   assert.doesNotMatch(r.stdout, /TFLOP\/s/);
 });
 
-test('a bad --reps is refused', () => {
-  for (const reps of ['0', 'x', '1.5', '1001']) {
+test('bad options are refused, naming the option', () => {
+  for (const reps of ['0', 'x', '1.5', '1e2', '1001']) {
     const r = probe(['--reps', reps]);
     assert.equal(r.status, 2);
     assert.match(r.stderr, new RegExp(`--reps must be a whole number from 1 to 1000, not '${reps.replace('.', '\\.')}'`));
+  }
+  for (const [args, named] of [[['--foo'], /Unknown option '--foo'/], [['--reps'], /Option '--reps[^']*' argument/],
+                               [['x'], /Unexpected argument 'x'/], [['--reps', '3', '--reps', '4'], /--reps is given more than once/]]) {
+    const r = probe(args);
+    assert.equal(r.status, 2, args.join(' '));
+    assert.match(r.stderr, named);
   }
 });

@@ -39,8 +39,9 @@ G4_GPU_IMPORT(profile_read) uint32_t g4_gpu_profile_read(char* dst, uint32_t cap
 // Dispatches the host puts in one submit (and one compute pass): a command list is handed over
 // when it holds that many.
 G4_GPU_IMPORT(submit_dispatches) uint32_t g4_gpu_submit_dispatches();
-// Milliseconds the host has spent handing command lists over (encoding and submitting them, in
-// JavaScript and the WebGPU implementation) since the imports were made.
+// Milliseconds the host has spent in submit and read_start since the imports were made: copying
+// each command list, a read's staging buffer, encoding and submitting (JavaScript and the WebGPU
+// implementation). Coarse in a page that is not cross-origin isolated (its clock's steps).
 G4_GPU_IMPORT(host_ms) double g4_gpu_host_ms();
 // The adapter's maxStorageBufferBindingSize.
 G4_GPU_IMPORT(max_binding_size) double g4_gpu_max_binding_size();

@@ -61,7 +61,7 @@ class ShaderLibrary {
   std::string PieceFile(const std::string& piece) const;
   Status AddPieces(const std::string& file, std::vector<std::string>* order, std::set<std::string>* seen) const;
 
-  // FNV-1a over a kernel's name and its variant's values.
+  // FNV-1a-style: over a kernel's name (bytes) and its variant's values (whole words).
   static uint64_t Hash(const char* name, const uint32_t* words, size_t n) {
     uint64_t h = 1469598103934665603ull;
     for (const char* c = name; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
