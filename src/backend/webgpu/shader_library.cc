@@ -59,11 +59,9 @@ Result<std::string> ShaderLibrary::Assemble(const char* name, const std::string&
   return src;
 }
 
-Result<uint32_t> ShaderLibrary::Id(const char* name, const std::string& consts) {
-  const std::string key = std::string(name) + "\n" + consts;
-  if (auto it = ids_.find(key); it != ids_.end()) return it->second;
+Result<uint32_t> ShaderLibrary::Register(const char* name, const std::string& consts) {
   G4_ASSIGN_OR_RETURN(std::string src, Assemble(name, consts));
-  const uint32_t id = static_cast<uint32_t>(ids_.size() + 1);
+  const uint32_t id = static_cast<uint32_t>(known_.size() + 1);
   // Profiles name a kernel by its file and the flags it was compiled with: "matvec.gate_up.vec".
   std::string label = name;
   std::istringstream lines(consts);
@@ -76,7 +74,6 @@ Result<uint32_t> ShaderLibrary::Id(const char* name, const std::string& consts) 
   }
   g4_gpu_register_kernel(id, src.data(), static_cast<uint32_t>(src.size()), label.data(),
                          static_cast<uint32_t>(label.size()));
-  ids_[key] = id;
   return id;
 }
 

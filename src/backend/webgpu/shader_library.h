@@ -10,7 +10,6 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -40,22 +39,23 @@ class ShaderLibrary {
     const auto [first, last] = known_.equal_range(hash);
     for (auto it = first; it != last; ++it) {
       const Known& k = it->second;
-      if (std::strcmp(k.name, K::kName) == 0 && std::equal(words.begin(), words.end(), k.words.begin(), k.words.end())) {
-        return k.id;
-      }
+      const bool same = std::equal(words.begin(), words.end(), k.words.begin(), k.words.end());
+      if (same && std::strcmp(k.name, K::kName) == 0) return k.id;
     }
-    G4_ASSIGN_OR_RETURN(uint32_t id, Id(K::kName, wgsl::Consts(v)));
+    G4_ASSIGN_OR_RETURN(uint32_t id, Register(K::kName, wgsl::Consts(v)));
     known_.emplace(hash, Known{K::kName, std::vector<uint32_t>(words.begin(), words.end()), id});
     return id;
   }
-  Result<uint32_t> Id(const char* name, const std::string& consts);
 
   // The assembled source of a kernel (for tests and errors).
   Result<std::string> Assemble(const char* name, const std::string& consts) const;
   // How many kernels have been registered.
-  size_t size() const { return ids_.size(); }
+  size_t size() const { return known_.size(); }
 
  private:
+  // Assembles kernel `name` with the variant constants `consts` and registers it with the host
+  // under the next id.
+  Result<uint32_t> Register(const char* name, const std::string& consts);
   // The file a piece is read from: its subgroup twin (NAME_subgroup) where the device has
   // subgroups and there is one.
   std::string PieceFile(const std::string& piece) const;
@@ -75,7 +75,6 @@ class ShaderLibrary {
   };
 
   DeviceFeatures device_;
-  std::map<std::string, uint32_t> ids_;              // name + consts -> id
   std::unordered_multimap<uint64_t, Known> known_;  // Hash(name, variant values) -> id
 };
 
