@@ -17,7 +17,7 @@ TEST(DispatchPolicy, RowsVariantsAreExactToFourThenEight) {
 TEST(DispatchPolicy, JoinsAreStagedForSeveralRowsThatFit) {
   Tuning t;
   t.stage_bytes = 32768 - kMatVecOwnWorkgroupBytes;
-  EXPECT_EQ(StageFloats(t, 1, 1536), 0u);  // one row joins on the way in
+  EXPECT_EQ(StageFloats(t, 1, 1536), 1536u);
   EXPECT_EQ(StageFloats(t, 3, 1536), 3u * 1536);
   EXPECT_EQ(StageFloats(t, 4, 1536), 4u * 1536);
   EXPECT_EQ(StageFloats(t, 5, 512), 8u * 512);  // the 8-row kernel's stage
@@ -30,6 +30,24 @@ TEST(DispatchPolicy, JoinsAreStagedForSeveralRowsThatFit) {
   EXPECT_EQ(StageFloats(t, 3, 2048), 0u);
   t.stage_bytes = 0;  // a device without room
   EXPECT_EQ(StageFloats(t, 2, 8), 0u);
+}
+
+TEST(DispatchPolicy, JoinsGoOnTheWayStagedOrApartByRowsAndProduct) {
+  Tuning t;
+  t.stage_bytes = 32768 - kMatVecOwnWorkgroupBytes;
+  // One row: a plain product joins on the way in, the gate and up product stages it.
+  EXPECT_EQ(JoinPlaceFor(t, 1, 1536, false), JoinPlace::kOnTheWay);
+  EXPECT_EQ(JoinPlaceFor(t, 1, 1536, true), JoinPlace::kStaged);
+  // Several rows: a plain product stages them where they fit, the gate and up product never.
+  EXPECT_EQ(JoinPlaceFor(t, 3, 1536, false), JoinPlace::kStaged);
+  EXPECT_EQ(JoinPlaceFor(t, 3, 1536, true), JoinPlace::kApart);
+  EXPECT_EQ(JoinPlaceFor(t, 8, 1536, false), JoinPlace::kApart);  // 48 KiB do not fit
+  // What does not fit is not staged: a row too long, or a device without room.
+  EXPECT_EQ(JoinPlaceFor(t, 1, 8192, true), JoinPlace::kOnTheWay);
+  EXPECT_EQ(JoinPlaceFor(t, 1, 1540, true), JoinPlace::kOnTheWay);  // not whole octs
+  t.stage_bytes = 0;
+  EXPECT_EQ(JoinPlaceFor(t, 1, 1536, true), JoinPlace::kOnTheWay);
+  EXPECT_EQ(JoinPlaceFor(t, 2, 8, false), JoinPlace::kApart);
 }
 
 TEST(DispatchPolicy, TeamsDoubleWhileTheDispatchIsSmallAndRowsLong) {

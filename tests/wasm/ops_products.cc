@@ -150,11 +150,12 @@ void RunProducts(Backend& gpu, Backend& cpu) {
   // The forms of a normed input: every type at one row (each type's rows variants are those of
   // the plain products above); bf16 and q4 at three rows (verification's), bf16 at every other
   // rows variant and through the tiles; odd widths and an odd input offset. A pending join of
-  // one row is summed with the products as the weights are read: bf16 (a scale of 1) and q4 (a
-  // scale a block) take it. Several rows are joined before any weight is read, the same for
-  // every type: bf16 takes it at each rows variant, staged in workgroup memory (2, 3, 4 and 6
-  // rows), or, where the rows do not fit in the 16 KiB a device has by default (two rows of
-  // 2048), joined apart, as GateUp's always are.
+  // one row is summed with the products as the weights are read, except GateUp's, staged in
+  // workgroup memory: bf16 (a scale of 1) and q4 (a scale a block) take it, and GateUp's row too
+  // long for the 16 KiB a device has by default (4096) goes on the way. Several rows are joined
+  // before any weight is read, the same for every type: bf16 takes it at each rows variant,
+  // staged (2, 3, 4 and 6 rows), or, where the rows do not fit (two rows of 2048), joined apart,
+  // as GateUp's always are.
   for (Form form : {Form::kNorm, Form::kGateUp, Form::kTwo, Form::kGeluMul}) {
     for (DType dt : kAll) {
       const bool all_rows = dt == DType::kBF16 || dt == DType::kQ4;
@@ -169,6 +170,7 @@ void RunProducts(Backend& gpu, Backend& cpu) {
     Normed(gpu, cpu, form, false, DType::kBF16, 3, 37);
     Normed(gpu, cpu, form, false, DType::kF32, 1, 40, 3);
   }
+  Normed(gpu, cpu, Form::kGateUp, true, DType::kBF16, 1, 4096);
   // The attention inputs: one row (the join on the way in; one kv head of 256; two of 64), three
   // (apart), nine (the tiles, the norms in a dispatch of their own); an f32 key norm.
   for (DType dt : kAll) {

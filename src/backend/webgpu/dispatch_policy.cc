@@ -18,7 +18,13 @@ uint64_t TileCount(uint32_t tile, uint64_t rows, uint64_t outs) {
 
 uint32_t StageFloats(const Tuning& t, int rows, int64_t ins) {
   const uint64_t floats = static_cast<uint64_t>(RowsVariant(rows)) * static_cast<uint64_t>(ins);
-  return rows > 1 && ins % 8 == 0 && 4 * floats <= t.stage_bytes ? static_cast<uint32_t>(floats) : 0;
+  return ins % 8 == 0 && 4 * floats <= t.stage_bytes ? static_cast<uint32_t>(floats) : 0;
+}
+
+JoinPlace JoinPlaceFor(const Tuning& t, int rows, int64_t ins, bool gate_up) {
+  const bool fits = StageFloats(t, rows, ins) > 0;
+  if (rows <= 1) return gate_up && fits ? JoinPlace::kStaged : JoinPlace::kOnTheWay;
+  return !gate_up && fits ? JoinPlace::kStaged : JoinPlace::kApart;
 }
 
 TeamSplit TeamsPerFeature(const Tuning& t, int64_t features, int64_t cols) {

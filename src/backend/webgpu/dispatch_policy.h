@@ -30,9 +30,20 @@ struct Tuning {
 inline int RowsVariant(int rows) { return rows <= 4 ? (rows < 1 ? 1 : rows) : 8; }
 
 // Floats of workgroup memory for a matrix-vector kernel over `rows` rows of `ins` inputs to stage
-// a pending residual join in (residual_stage.wgsl), or 0 where it makes the join otherwise: one
-// row (decode) joins on the way in, and the stage takes rows of whole octs that fit.
+// a pending residual join in (residual_stage.wgsl): the rows' kernel's rows (RowsVariant) of whole
+// octs, or 0 where they do not fit.
 uint32_t StageFloats(const Tuning& t, int rows, int64_t ins);
+
+// Where a matrix-vector product makes a pending residual join over `rows` rows of `ins` inputs.
+// kOnTheWay: as it reads its input (PRE), every lane summing the join's parts with its weights;
+// kStaged: once a workgroup in workgroup memory (STAGE); kApart: a dispatch of its own first.
+// A plain product takes one row on the way and stages more (on the way, each row's delta would
+// be read again for every output feature). The MLP's gate and up product (gate_up: a team a
+// feature, the most workgroups of a layer) stages one row, where the join's sums on the way would
+// weigh on each of its two matrices' words, and joins more rows apart: every workgroup staging
+// several rows' residual and delta costs more than one small dispatch.
+enum class JoinPlace { kApart, kOnTheWay, kStaged };
+JoinPlace JoinPlaceFor(const Tuning& t, int rows, int64_t ins, bool gate_up);
 
 // Teams of 32 threads an output feature for a matrix-vector product: doubled (up to 8) while the
 // dispatch has fewer than tuning.teams teams and each team keeps at least 64 octs of its row.

@@ -14,14 +14,13 @@ bool Is16Bit(DType t) { return t == DType::kBF16 || t == DType::kF16; }
 }  // namespace
 
 WebGpuBackend::JoinWay WebGpuBackend::JoinOnTheWay(const ResidualAdd& pre, bool kernel_can, int rows, int64_t dim,
-                                                  bool may_stage) {
+                                                  bool gate_up) {
   JoinWay way;
   if (pre.present() && kernel_can && pre.norm.present() && Bindings(pre.norm) == 1 && At(pre.x_in) % 4 == 0 &&
       At(pre.delta) % 4 == 0 && At(pre.x_out) % 4 == 0) {
-    // One row sums the join's parts with the product as it reads; more rows would read every
-    // row's delta again for each output feature, so they stage the joined rows once a workgroup.
-    way.pre = rows == 1;
-    way.stage = may_stage ? StageFloats(tuning_, rows, dim) : 0;
+    const JoinPlace place = JoinPlaceFor(tuning_, rows, dim, gate_up);
+    way.pre = place == JoinPlace::kOnTheWay;
+    way.stage = place == JoinPlace::kStaged ? StageFloats(tuning_, rows, dim) : 0;
   }
   if (pre.present() && !way.fused()) AddRmsNormTo(pre, rows, static_cast<int>(dim));
   return way;
@@ -233,11 +232,9 @@ void WebGpuBackend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, 
     return;
   }
   // Decode and verification: the norm, both products of each output feature and their gelu
-  // product in one dispatch, a team a feature. With a team a feature this dispatch has the most
-  // workgroups of a layer's products, too many for each to stage several rows' join: those
-  // rows are joined apart first.
+  // product in one dispatch, a team a feature (a pending join: JoinPlaceFor).
   const bool vec = Vec(gate, in);
-  const JoinWay join = JoinOnTheWay(pre, vec, rows, gate.cols, /*may_stage=*/false);
+  const JoinWay join = JoinOnTheWay(pre, vec, rows, gate.cols, /*gate_up=*/true);
   wgsl::MatvecVariant v;
   v.rows = RowsVariant(rows);
   v.teams = 1;

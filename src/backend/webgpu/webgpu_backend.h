@@ -134,17 +134,16 @@ class WebGpuBackend final : public Backend {
   void Fill(F32 out, size_t count, float v) { Elementwise(4, count, out, out, out, v); }
 
   // --- products (products.cc)
-  // How matvec.wgsl makes a pending residual join: as it reads its input (PRE: one row), in
-  // workgroup memory before its product (STAGE: several rows), or not at all (made apart first).
+  // How matvec.wgsl makes a pending residual join (JoinPlaceFor): as it reads its input (PRE),
+  // in workgroup memory before its product (STAGE), or not at all (made apart first).
   struct JoinWay {
     bool pre = false;
     uint32_t stage = 0;  // STAGE: the stage's floats
     bool fused() const { return pre || stage > 0; }
   };
   // The way the kernel makes `pre`, over rows of `dim` inputs (kernel_can: it reads them whole
-  // vec4s from one binding; may_stage: several rows may be staged); a join it cannot make is made
-  // now.
-  JoinWay JoinOnTheWay(const ResidualAdd& pre, bool kernel_can, int rows, int64_t dim, bool may_stage = true);
+  // vec4s from one binding; gate_up: the product is GateUp's); a join it cannot make is made now.
+  JoinWay JoinOnTheWay(const ResidualAdd& pre, bool kernel_can, int rows, int64_t dim, bool gate_up = false);
   // The kernel's join variant and parameters for `way`, and its input (`in`, or the residual
   // before the join).
   static void SetJoin(const JoinWay& way, const ResidualAdd& pre, F32 in, wgsl::MatvecVariant& v,

@@ -2,9 +2,10 @@
 // rows of whole octs): every workgroup reads each row's residual x_in (P.x), its block output
 // delta (P.pre_delta) and the join's norm W4 once, and keeps the joined rows
 // x[r, :] = (x_in[r, :] + rmsnorm(delta[r, :]) * W4) * P.pre_scale in `stage`, from which the
-// product reads its input; workgroup 0 also writes them to P.pre_out. Several rows (verification)
-// then pay for the join once a workgroup instead of once per weight word and row, and need no
-// dispatch of its own. STAGE is the stage's size in floats, at least ROWS * P.ins.
+// product reads its input; workgroup 0 also writes them to P.pre_out. The join is then paid once a
+// workgroup instead of once per weight word and row, with no dispatch of its own (where a product
+// stages: JoinPlaceFor in dispatch_policy.h). STAGE is the stage's size in floats, at least
+// ROWS * P.ins.
 //! uses weights, team
 //! variant STAGE: u32  floats of workgroup memory for the rows' joined input; 0: no stage
 var<workgroup> stage: array<vec4<f32>, max(STAGE / 4u, 1u)>;
