@@ -79,6 +79,19 @@ TEST(Cli, FlagErrorsSayWhatIsWrong) {
   r = Cli("bench" + m + " --draft-tokens 3");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("--draft-tokens goes with --assistant"), std::string::npos) << r.out;
+  // --leave-out: kernel names only, sets that are not empty, and an assistant for its timings.
+  const std::string a = " --assistant " + test::TestData("models/dense/assistant_plain");
+  r = Cli("bench" + m + " --leave-out attention");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("--leave-out: the step and the round it times without the kernels need --assistant"),
+            std::string::npos) << r.out;
+  for (const char* bad : {"''", "'attention;'", "'a,,b'", "'matvec vec'", "'x/y'"}) {
+    r = Cli("bench" + m + a + " --leave-out " + bad);
+    EXPECT_EQ(r.code, 1) << bad;
+    EXPECT_NE(r.out.find("is not a kernel name"), std::string::npos) << bad << ": " << r.out;
+  }
+  r = Cli("bench" + m + a + " --leave-out 'a;b;c;d;e;f;g;h;i'");
+  EXPECT_NE(r.out.find("--leave-out: more than 8 sets"), std::string::npos) << r.out;
   // Ranges from the limits table, integers printed as integers.
   r = Cli("generate" + m + " --prompt-ids 2 --top-p 0");
   EXPECT_NE(r.out.find("--top-p must be a number in (0, 1], not 0"), std::string::npos) << r.out;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "base/dtype.h"
 #include "base/status.h"
@@ -256,6 +257,11 @@ class Backend {
   // bridge's submit and read_start, which copy, encode and submit command lists); the rest of the
   // host's time for that work is the module's own recording. 0 for backends that hand nothing over.
   virtual double HostHandOverMs() const { return 0.0; }
+  // Dispatches of the kernels whose profile names (ProfileJson's, "matvec.gate_up.normed.vec")
+  // start with one of `prefixes` are not recorded from now on, so that a benchmark can time the
+  // work without them (their outputs are then wrong); none: every dispatch is recorded again.
+  // Backends without kernels ignore it.
+  virtual void LeaveOut(const std::vector<std::string>& prefixes) { (void)prefixes; }
   // GPU timing, where the device offers it: Profile(kKernels or kPasses) starts afresh, kOff
   // stops. ProfileJson() is the versioned profile (see web/gpu_bridge.mjs), "" when there is none.
   enum class ProfileMode {

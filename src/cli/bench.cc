@@ -1,6 +1,7 @@
 // gemma4 bench (prefill and decode speed against this machine's memory bandwidth, measured in
 // the same run) and gemma4 synth (random checkpoints of a real shape).
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -168,7 +169,7 @@ Status ProfileDecode(Model& model, Backend& backend, const std::vector<int32_t>&
 // side (all on the backend, as generation runs them), and the speedup they imply at several
 // acceptance rates.
 Status BenchSpeculative(Model& model, Assistant* as, Backend& backend, const std::vector<int32_t>& prompt, int k,
-                        int reps, double floor_us) {
+                        int reps, double floor_us, const std::vector<std::vector<std::string>>& left_out) {
   const int H = model.config().hidden;
   G4_ASSIGN_OR_RETURN(auto cache, model.NewCache(static_cast<int64_t>(prompt.size()) + reps + k + 2, k + 1,
                                                  as->SlidingKeep()));
@@ -271,6 +272,27 @@ Status BenchSpeculative(Model& model, Assistant* as, Backend& backend, const std
       std::printf("\n");
     }
   }
+  // What kernels cost where they run: the same work timed without them (--leave-out).
+  if (!left_out.empty() && gpu[0].ms <= 0) {
+    std::printf("  GPU time without kernels: the backend has no GPU timestamps\n");
+  } else if (!left_out.empty()) {
+    std::printf("  GPU time without kernels (their outputs wrong; the difference is their cost in the stream):\n");
+    struct Restore {
+      Backend& be;
+      ~Restore() { be.LeaveOut({}); }
+    } restore{backend};
+    for (const std::vector<std::string>& set : left_out) {
+      backend.LeaveOut(set);
+      std::string names;
+      for (const std::string& n : set) names += (names.empty() ? "" : ",") + n;
+      std::printf("    without %s:", names.c_str());
+      for (int i = 0; i < 4; ++i) {
+        G4_ASSIGN_OR_RETURN(const GpuTime t, GpuTimePerRun(backend, reps, [&] { return run(kinds[i]); }));
+        std::printf(" %s %.3f ms (%+.3f, %.1f dispatches)%s", kinds[i].name, t.ms, t.ms - gpu[i].ms, t.dispatches,
+                    i < 3 ? ";" : "\n");
+      }
+    }
+  }
   // Where a round's time goes, kernel by kernel.
   const uint64_t d0 = backend.dispatches();
   backend.Profile(Backend::ProfileMode::kKernels);
@@ -279,6 +301,41 @@ Status BenchSpeculative(Model& model, Assistant* as, Backend& backend, const std
   const double per_round = static_cast<double>(backend.dispatches() - d0) / 8;
   if (per_round > 0) std::printf("dispatches per round: %.1f\n", per_round);
   return PrintProfile(backend, "round", 8);
+}
+
+// --leave-out SET[;SET...]: sets of kernel name prefixes (SET: NAME[,NAME...]) whose dispatches
+// BenchSpeculative leaves out, one set at a time, to time the rest.
+Result<std::vector<std::vector<std::string>>> LeftOutSets(const Args& a) {
+  std::vector<std::vector<std::string>> sets;
+  if (!a.Has("leave-out")) return sets;
+  if (!a.Has("assistant")) {
+    return InvalidArgument("--leave-out: the step and the round it times without the kernels need --assistant");
+  }
+  constexpr size_t kMaxSets = 8;
+  const std::string v = a.Get("leave-out");
+  size_t at = 0;
+  while (at <= v.size()) {
+    const size_t end = std::min(v.find(';', at), v.size());
+    std::vector<std::string> set;
+    size_t n = at;
+    while (n <= end) {
+      const size_t comma = std::min(v.find(',', n), end);
+      const std::string name = v.substr(n, comma - n);
+      const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+      });
+      if (!ok) {
+        return InvalidArgument("--leave-out: '" + name + "' is not a kernel name (letters, digits, '_' and '.'; sets "
+                               "of names split by ',', sets by ';')");
+      }
+      set.push_back(name);
+      n = comma + 1;
+    }
+    sets.push_back(std::move(set));
+    if (sets.size() > kMaxSets) return InvalidArgument("--leave-out: more than 8 sets");
+    at = end + 1;
+  }
+  return sets;
 }
 
 // Decoding with the assistant, each draft policy, against plain decoding's tokens/s, and how many
@@ -326,7 +383,7 @@ Status BenchDecodeWithAssistant(Engine& engine, const EngineRequest& plain, doub
 int RunBench(const std::vector<std::string>& argv) {
   auto parsed = Args::Parse(argv, {"model", "assistant", "draft-tokens", "prompt-tokens", "decode-tokens", "threads",
                                    "bandwidth-mib", "backend", "decode-ahead", "draft-tokens-sweep", "prompts", "tokenizer",
-                                   "gpu-fill"},
+                                   "gpu-fill", "leave-out"},
                             {"json"});
   if (!parsed.ok()) return Fail(parsed.status());
   const Args& a = *parsed;
@@ -343,6 +400,8 @@ int RunBench(const std::vector<std::string>& argv) {
   for (const Status* s : {&prompt_tokens.status(), &decode_tokens.status(), &bw_mib.status(), &ahead.status()}) {
     if (!s->ok()) return Fail(*s);
   }
+  auto left_out = LeftOutSets(a);
+  if (!left_out.ok()) return Fail(left_out.status());
   auto backend_for = BackendFor(a);
   if (!backend_for.ok()) return Fail(backend_for.status());
   options->tokenizer_use = EngineOptions::TokenizerUse::kNone;
@@ -428,7 +487,7 @@ int RunBench(const std::vector<std::string>& argv) {
   }
   if (engine.assistant()) {
     Status s = BenchSpeculative(model, engine.assistant(), *backend, prompt, engine.draft_tokens(),
-                                static_cast<int>(*decode_tokens), floor->first);
+                                static_cast<int>(*decode_tokens), floor->first, *left_out);
     if (!s.ok()) return Fail(s);
     s = BenchDecodeWithAssistant(engine, request, decode_tps);
     if (!s.ok()) return Fail(s);

@@ -1,7 +1,9 @@
 // The Node CLI's bench on WebGPU (lavapipe), the small E2B-shaped pair: it runs to the end, and
 // its host lines split the host's time for a step and for each kind of speculative work into the
 // module's recording and the handing over of its command lists, over as many dispatches as the
-// step and the round have (the counts bench prints from its kernel profiles).
+// step and the round have (the counts bench prints from its kernel profiles). With --leave-out,
+// the step's and round's GPU time is timed again without the kernels named, each set apart: as
+// many fewer dispatches as the kernel profiles give those kernels.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -18,7 +20,8 @@ function bench(args) {
 test('bench splits the host time of a step and of a round', () => {
   const r = bench(['--model', join(root, 'testdata/models/e2b_mini'),
                    '--assistant', join(root, 'testdata/models/e2b_mini/assistant_centroid'),
-                   '--prompt-tokens', '8', '--decode-tokens', '8', '--gpu-validation', 'off']);
+                   '--prompt-tokens', '8', '--decode-tokens', '8', '--gpu-validation', 'off',
+                   '--leave-out', 'attention_wide,attention_combine;matvec.gate_up']);
   assert.equal(r.status, 0, r.stderr);
   const counts = {
     'a step': Number(r.stdout.match(/dispatches per decoded token: ([0-9.]+)/)?.[1]),
@@ -41,4 +44,38 @@ test('bench splits the host time of a step and of a round', () => {
     if (expected) assert.ok(Math.abs(dispatches - expected) <= 0.02 * expected, `${what}: ${dispatches} dispatches, not ${expected}`);
   }
   assert.deepEqual([...seen].sort(), ['3-token verification', 'a step', 'draft step', 'plain decode step', 'round']);
+
+  // The calls per unit of each kernel in the profile that follows `title` (its indented lines).
+  const profileCalls = (title) => {
+    const at = r.stdout.indexOf(title);
+    assert.ok(at >= 0, title);
+    const calls = new Map();
+    for (const line of r.stdout.slice(at).split('\n').slice(1)) {
+      const m = line.match(/^  (\S+) +[0-9.]+ ms +([0-9.]+) calls/);
+      if (m) calls.set(m[1], Number(m[2]));
+      else if (!line.startsWith('   ')) break;
+    }
+    return calls;
+  };
+  const step = profileCalls('GPU kernel time per decoded token');
+  const round = profileCalls('GPU kernel time per round');
+  const full = {};
+  for (const m of r.stdout.matchAll(/^    (plain decode step|round) +[0-9.]+ ms = [0-9.]+ x a plain step; +([0-9.]+) dispatches/gm)) {
+    full[m[1]] = Number(m[2]);
+  }
+  assert.deepEqual(full, { 'plain decode step': counts['a step'], round: counts.round });
+  const sets = [...r.stdout.matchAll(/^    without ([^:]+): (.*)$/gm)];
+  assert.deepEqual(sets.map((m) => m[1]), ['attention_wide,attention_combine', 'matvec.gate_up']);
+  for (const [, names, rest] of sets) {
+    const prefixes = names.split(',');
+    const of = (calls) => [...calls].filter(([k]) => prefixes.some((p) => k.startsWith(p))).reduce((a, [, c]) => a + c, 0);
+    const left = {};
+    for (const m of rest.matchAll(/(plain decode step|draft step|3-token verification|round) ([0-9.]+) ms \(([-+][0-9.]+), ([0-9.]+) dispatches\)/g)) {
+      left[m[1]] = Number(m[4]);
+    }
+    assert.equal(Object.keys(left).length, 4, rest);
+    assert.ok(of(step) > 0 && of(round) > 0, `${names}: in the profiles`);
+    assert.equal(left['plain decode step'], full['plain decode step'] - of(step), `${names}: ${rest}`);
+    assert.equal(left.round, full.round - of(round), `${names}: ${rest}`);
+  }
 });

@@ -74,6 +74,7 @@ Result<uint32_t> ShaderLibrary::Register(const char* name, const std::string& co
   }
   g4_gpu_register_kernel(id, src.data(), static_cast<uint32_t>(src.size()), label.data(),
                          static_cast<uint32_t>(label.size()));
+  labels_.push_back(std::move(label));
   return id;
 }
 

@@ -51,6 +51,11 @@ class ShaderLibrary {
   Result<std::string> Assemble(const char* name, const std::string& consts) const;
   // How many kernels have been registered.
   size_t size() const { return known_.size(); }
+  // The name profiles give kernel `id` (its file and flags: "matvec.gate_up.vec"); "" for none.
+  const std::string& Label(uint32_t id) const {
+    static const std::string none;
+    return id >= 1 && id <= labels_.size() ? labels_[id - 1] : none;
+  }
 
  private:
   // Assembles kernel `name` with the variant constants `consts` and registers it with the host
@@ -76,6 +81,7 @@ class ShaderLibrary {
 
   DeviceFeatures device_;
   std::unordered_multimap<uint64_t, Known> known_;  // Hash(name, variant values) -> id
+  std::vector<std::string> labels_;                 // by id - 1
 };
 
 // The `//! KEY ...` lines of a WGSL text: their rest, one entry each.

@@ -159,6 +159,21 @@ Result<std::unique_ptr<PendingDownload>> WebGpuBackend::StartDownload(const Buff
 
 double WebGpuBackend::HostHandOverMs() const { return g4_gpu_host_ms(); }
 
+void WebGpuBackend::LeaveOut(const std::vector<std::string>& prefixes) {
+  left_out_ = prefixes;
+  left_out_by_id_.clear();
+}
+
+bool WebGpuBackend::LeftOut(uint32_t id) {
+  if (id >= left_out_by_id_.size()) left_out_by_id_.resize(id + 1, -1);
+  if (left_out_by_id_[id] < 0) {
+    const std::string& label = lib_->Label(id);
+    left_out_by_id_[id] = std::any_of(left_out_.begin(), left_out_.end(),
+                                      [&](const std::string& p) { return label.rfind(p, 0) == 0; });
+  }
+  return left_out_by_id_[id] == 1;
+}
+
 void WebGpuBackend::Profile(ProfileMode mode) {
   cmds_.Submit();
   g4_gpu_profile(static_cast<uint32_t>(mode));

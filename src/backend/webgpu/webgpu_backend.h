@@ -45,6 +45,7 @@ class WebGpuBackend final : public Backend {
   uint64_t dispatches() const override { return cmds_.dispatches(); }
   double HostHandOverMs() const override;
   void Profile(ProfileMode mode) override;
+  void LeaveOut(const std::vector<std::string>& prefixes) override;
   Result<std::string> ProfileJson() override;
   Result<double> MeasureReadBandwidth(uint64_t bytes) override;
 
@@ -113,6 +114,8 @@ class WebGpuBackend final : public Backend {
   void Fail(Status s) {
     if (error_.ok()) error_ = std::move(s);
   }
+  // Whether kernel `id` is one LeaveOut named (its answer kept by id).
+  bool LeftOut(uint32_t id);
 
   // The most workgroups of calibrate.wgsl the device runs in about the time of one: how many it
   // runs at once, found by doubling and then halving the interval.
@@ -167,6 +170,8 @@ class WebGpuBackend final : public Backend {
   std::optional<ShaderLibrary> lib_;
   Tuning tuning_;
   Status error_;  // an op that could not be recorded; reported by the next read
+  std::vector<std::string> left_out_;     // LeaveOut's prefixes
+  std::vector<int8_t> left_out_by_id_;    // by id: -1 not yet asked, 0 recorded, 1 left out
   uint32_t subgroup_ = 0;
 };
 
@@ -205,6 +210,7 @@ void WebGpuBackend::Run(typename K::Variant v, const typename K::Params& p, uint
   }
   Result<uint32_t> id = lib_->Id<K>(v);
   if (!id.ok()) return Fail(id.status());
+  if (!left_out_.empty() && LeftOut(*id)) return;
   cmds_.Add(*id, ids, groups, &p, sizeof(p));
 }
 
