@@ -85,13 +85,21 @@ TEST(Cli, FlagErrorsSayWhatIsWrong) {
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("--leave-out: the step and the round it times without the kernels need --assistant"),
             std::string::npos) << r.out;
-  for (const char* bad : {"''", "'attention;'", "'a,,b'", "'matvec vec'", "'x/y'"}) {
+  for (const char* bad : {"''", "'attention/'", "'a,,b'", "'matvec vec'", "'x;y'"}) {
     r = Cli("bench" + m + a + " --leave-out " + bad);
     EXPECT_EQ(r.code, 1) << bad;
     EXPECT_NE(r.out.find("is not a kernel name"), std::string::npos) << bad << ": " << r.out;
   }
-  r = Cli("bench" + m + a + " --leave-out 'a;b;c;d;e;f;g;h;i'");
+  r = Cli("bench" + m + a + " --leave-out a/b/c/d/e/f/g/h/i");
+  EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("--leave-out: more than 8 sets"), std::string::npos) << r.out;
+  r = Cli("bench" + m + a + " --draft-tokens-sweep 1-2 --leave-out matvec");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("--leave-out does not go with --draft-tokens-sweep"), std::string::npos) << r.out;
+  // A backend without GPU timestamps says so and finishes the bench.
+  r = Cli("bench" + m + a + " --prompt-tokens 4 --decode-tokens 2 --bandwidth-mib 64 --leave-out matvec/attention");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("GPU time without kernels: the backend has no GPU timestamps"), std::string::npos) << r.out;
   // Ranges from the limits table, integers printed as integers.
   r = Cli("generate" + m + " --prompt-ids 2 --top-p 0");
   EXPECT_NE(r.out.find("--top-p must be a number in (0, 1], not 0"), std::string::npos) << r.out;

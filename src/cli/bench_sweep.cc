@@ -145,7 +145,7 @@ void PrintRow(const Row& r) {
 }  // namespace
 
 int RunBenchSweep(const Args& a) {
-  for (const char* flag : {"prompt-tokens", "draft-tokens", "bandwidth-mib", "decode-ahead"}) {
+  for (const char* flag : {"prompt-tokens", "draft-tokens", "bandwidth-mib", "decode-ahead", "leave-out"}) {
     if (a.Has(flag)) {
       return Fail(InvalidArgument(std::string("bench: --") + flag + " does not go with --draft-tokens-sweep"));
     }

@@ -3,7 +3,8 @@
 // module's recording and the handing over of its command lists, over as many dispatches as the
 // step and the round have (the counts bench prints from its kernel profiles). With --leave-out,
 // the step's and round's GPU time is timed again without the kernels named, each set apart: as
-// many fewer dispatches as the kernel profiles give those kernels.
+// many fewer dispatches as the kernel profiles give those kernels; a set that names no kernel
+// says so; and the whole work is timed again after the sets, every dispatch back.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -21,7 +22,7 @@ test('bench splits the host time of a step and of a round', () => {
   const r = bench(['--model', join(root, 'testdata/models/e2b_mini'),
                    '--assistant', join(root, 'testdata/models/e2b_mini/assistant_centroid'),
                    '--prompt-tokens', '8', '--decode-tokens', '8', '--gpu-validation', 'off',
-                   '--leave-out', 'attention_wide,attention_combine;matvec.gate_up']);
+                   '--leave-out', 'attention_wide,attention_combine/matvec.gate_up/no_such_kernel']);
   assert.equal(r.status, 0, r.stderr);
   const counts = {
     'a step': Number(r.stdout.match(/dispatches per decoded token: ([0-9.]+)/)?.[1]),
@@ -65,12 +66,13 @@ test('bench splits the host time of a step and of a round', () => {
   }
   assert.deepEqual(full, { 'plain decode step': counts['a step'], round: counts.round });
   const sets = [...r.stdout.matchAll(/^    without ([^:]+): (.*)$/gm)];
-  assert.deepEqual(sets.map((m) => m[1]), ['attention_wide,attention_combine', 'matvec.gate_up']);
-  for (const [, names, rest] of sets) {
+  assert.deepEqual(sets.map((m) => m[1]), ['attention_wide,attention_combine', 'matvec.gate_up', 'no_such_kernel']);
+  assert.match(sets[2][2], /^no kernel's name starts with these/);
+  for (const [, names, rest] of sets.slice(0, 2)) {
     const prefixes = names.split(',');
     const of = (calls) => [...calls].filter(([k]) => prefixes.some((p) => k.startsWith(p))).reduce((a, [, c]) => a + c, 0);
     const left = {};
-    for (const m of rest.matchAll(/(plain decode step|draft step|3-token verification|round) ([0-9.]+) ms \(([-+][0-9.]+), ([0-9.]+) dispatches\)/g)) {
+    for (const m of rest.matchAll(/(plain decode step|draft step|3-token verification|round) ([0-9.]+) ms \(saves (-?[0-9.]+), ([0-9.]+) dispatches\)/g)) {
       left[m[1]] = Number(m[4]);
     }
     assert.equal(Object.keys(left).length, 4, rest);
@@ -78,4 +80,8 @@ test('bench splits the host time of a step and of a round', () => {
     assert.equal(left['plain decode step'], full['plain decode step'] - of(step), `${names}: ${rest}`);
     assert.equal(left.round, full.round - of(round), `${names}: ${rest}`);
   }
+  // The whole work timed again after the sets: every dispatch recorded again.
+  const again = r.stdout.match(/^    all of it again: plain decode step [0-9.]+ ms \(([0-9.]+) dispatches\);.* round [0-9.]+ ms \(([0-9.]+) dispatches\)$/m);
+  assert.ok(again, 'the whole work timed again');
+  assert.deepEqual([Number(again[1]), Number(again[2])], [full['plain decode step'], full.round]);
 });

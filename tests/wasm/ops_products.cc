@@ -152,7 +152,7 @@ void RunProducts(Backend& gpu, Backend& cpu) {
   // rows variant and through the tiles; odd widths and an odd input offset. A pending join of
   // one row is summed with the products as the weights are read, except GateUp's, staged in
   // workgroup memory: bf16 (a scale of 1) and q4 (a scale a block) take it, and GateUp's row too
-  // long for the 16 KiB a device has by default (4096) goes on the way. Several rows are joined
+  // long for any device's stage (8192: 32 KiB) goes on the way, bf16 and q4. Several rows are joined
   // before any weight is read, the same for every type: bf16 takes it at each rows variant,
   // staged (2, 3, 4 and 6 rows), or, where the rows do not fit (two rows of 2048), joined apart,
   // as GateUp's always are.
@@ -170,7 +170,7 @@ void RunProducts(Backend& gpu, Backend& cpu) {
     Normed(gpu, cpu, form, false, DType::kBF16, 3, 37);
     Normed(gpu, cpu, form, false, DType::kF32, 1, 40, 3);
   }
-  Normed(gpu, cpu, Form::kGateUp, true, DType::kBF16, 1, 4096);
+  for (DType dt : {DType::kBF16, DType::kQ4}) Normed(gpu, cpu, Form::kGateUp, true, dt, 1, 8192);
   // The attention inputs: one row (the join on the way in; one kv head of 256; two of 64), three
   // (apart), nine (the tiles, the norms in a dispatch of their own); an f32 key norm.
   for (DType dt : kAll) {
