@@ -138,14 +138,20 @@ Result<std::string> Args::GetChoice(const Limit& limit) const {
   return it->second;
 }
 
+std::vector<std::string> SplitAt(const std::string& s, char sep) {
+  std::vector<std::string> items;
+  size_t pos = 0;
+  while (true) {
+    const size_t at = s.find(sep, pos);
+    items.push_back(s.substr(pos, at == std::string::npos ? std::string::npos : at - pos));
+    if (at == std::string::npos) return items;
+    pos = at + 1;
+  }
+}
+
 Result<std::vector<int>> Args::GetIntList(const std::string& flag) const {
   std::vector<int> out;
-  const std::string s = Get(flag);
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t comma = s.find(',', pos);
-    if (comma == std::string::npos) comma = s.size();
-    const std::string item = s.substr(pos, comma - pos);
+  for (const std::string& item : SplitAt(Get(flag), ',')) {
     errno = 0;
     char* end = nullptr;
     const long v = std::strtol(item.c_str(), &end, 10);
@@ -153,7 +159,6 @@ Result<std::vector<int>> Args::GetIntList(const std::string& flag) const {
       return InvalidArgument("--" + flag + ": '" + item + "' is not a token id");
     }
     out.push_back(static_cast<int>(v));
-    pos = comma + 1;
   }
   return out;
 }

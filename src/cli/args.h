@@ -16,6 +16,9 @@ namespace g4::cli {
 // Prints the error as "gemma4: ..." on stderr and returns the exit code 1.
 int Fail(const Status& s);
 
+// The items of a flag's list split at `sep`, empty ones kept ("" is one empty item).
+std::vector<std::string> SplitAt(const std::string& s, char sep);
+
 class Args {
  public:
   // `value_flags` take a value; `switch_flags` do not. Anything else is an error.

@@ -259,10 +259,15 @@ Status BenchSpeculative(Model& model, Assistant* as, Backend& backend, const std
   }
   // The GPU's own time for each, from timestamps around the work as it runs (where the backend
   // has them): no host in it; and what the dispatch floor measured at the start comes to.
+  // Each kind's GPU time as it runs, `reps` of each.
+  auto time_kinds = [&](GpuTime (&t)[4]) -> Status {
+    for (int i = 0; i < 4; ++i) {
+      G4_ASSIGN_OR_RETURN(t[i], GpuTimePerRun(backend, reps, [&] { return run(kinds[i]); }));
+    }
+    return Status::Ok();
+  };
   GpuTime gpu[4];
-  for (int i = 0; i < 4; ++i) {
-    G4_ASSIGN_OR_RETURN(gpu[i], GpuTimePerRun(backend, reps, [&] { return run(kinds[i]); }));
-  }
+  G4_RETURN_IF_ERROR(time_kinds(gpu));
   if (gpu[0].ms > 0) {
     std::printf("  GPU time (timestamps around each submit's pass, %d of each):\n", reps);
     for (int i = 0; i < 4; ++i) {
@@ -289,9 +294,7 @@ Status BenchSpeculative(Model& model, Assistant* as, Backend& backend, const std
       std::string names;
       for (const std::string& n : set) names += (names.empty() ? "" : ",") + n;
       GpuTime t[4];
-      for (int i = 0; i < 4; ++i) {
-        G4_ASSIGN_OR_RETURN(t[i], GpuTimePerRun(backend, reps, [&] { return run(kinds[i]); }));
-      }
+      G4_RETURN_IF_ERROR(time_kinds(t));
       if (t[0].dispatches == gpu[0].dispatches && t[3].dispatches == gpu[3].dispatches) {
         std::printf("    without %s: no kernel's name starts with these (names as the kernel profiles print them)\n",
                     names.c_str());
@@ -304,10 +307,11 @@ Status BenchSpeculative(Model& model, Assistant* as, Backend& backend, const std
       }
     }
     backend.LeaveOut({});
+    GpuTime t[4];
+    G4_RETURN_IF_ERROR(time_kinds(t));
     std::printf("    all of it again:");
     for (int i = 0; i < 4; ++i) {
-      G4_ASSIGN_OR_RETURN(const GpuTime t, GpuTimePerRun(backend, reps, [&] { return run(kinds[i]); }));
-      std::printf(" %s %.3f ms (%.1f dispatches)%s", kinds[i].name, t.ms, t.dispatches, i < 3 ? ";" : "\n");
+      std::printf(" %s %.3f ms (%.1f dispatches)%s", kinds[i].name, t[i].ms, t[i].dispatches, i < 3 ? ";" : "\n");
     }
   }
   // Where a round's time goes, kernel by kernel.
@@ -329,15 +333,9 @@ Result<std::vector<std::vector<std::string>>> LeftOutSets(const Args& a) {
     return InvalidArgument("--leave-out: the step and the round it times without the kernels need --assistant");
   }
   constexpr size_t kMaxSets = 8;
-  const std::string v = a.Get("leave-out");
-  size_t at = 0;
-  while (at <= v.size()) {
-    const size_t end = std::min(v.find('/', at), v.size());
-    std::vector<std::string> set;
-    size_t n = at;
-    while (n <= end) {
-      const size_t comma = std::min(v.find(',', n), end);
-      const std::string name = v.substr(n, comma - n);
+  for (const std::string& text : SplitAt(a.Get("leave-out"), '/')) {
+    std::vector<std::string> set = SplitAt(text, ',');
+    for (const std::string& name : set) {
       const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
         return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
       });
@@ -345,12 +343,9 @@ Result<std::vector<std::vector<std::string>>> LeftOutSets(const Args& a) {
         return InvalidArgument("--leave-out: '" + name + "' is not a kernel name (letters, digits, '_' and '.'; the "
                                "names of a set split by ',', sets by '/')");
       }
-      set.push_back(name);
-      n = comma + 1;
     }
     sets.push_back(std::move(set));
     if (sets.size() > kMaxSets) return InvalidArgument("--leave-out: more than 8 sets");
-    at = end + 1;
   }
   return sets;
 }
