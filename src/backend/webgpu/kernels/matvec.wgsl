@@ -126,19 +126,20 @@ fn oct_dots(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, sq: ptr<functi
   }
 }
 
-// With TEAMS > 1: the sum of v (valid in each team's lane 0) over a feature's teams, valid in its
-// first team's lane 0. slice: the team's place among its feature's teams. Called by the whole
-// workgroup.
-var<workgroup> teams_partial: array<vec4<f32>, 8>;
-fn teams_sum(team: u32, lane: u32, slice: u32, v: vec4<f32>) -> vec4<f32> {
-  if (lane == 0u) { teams_partial[team] = v; }
+// With TEAMS > 1: each of v's sums (valid in each team's lane 0) summed over a feature's teams,
+// valid in its first team's lane 0; every row's sums (and the join's) go in one exchange, one
+// barrier for all of them. slice: the team's place among its feature's teams. Called by the whole
+// workgroup, once.
+const SUMS = select(ROWS, 2u * ROWS, PRE);  // each row's products, then (PRE) each row's join sums
+var<workgroup> teams_partial: array<array<vec4<f32>, SUMS>, 8>;
+fn teams_sum(team: u32, lane: u32, slice: u32, v: ptr<function, array<vec4<f32>, SUMS>>) {
+  if (lane == 0u) { teams_partial[team] = *v; }
   workgroupBarrier();
-  var sum = v;
   if (lane == 0u && slice == 0u) {
-    for (var t = 1u; t < TEAMS; t++) { sum += teams_partial[team + t]; }
+    for (var t = 1u; t < TEAMS; t++) {
+      for (var k = 0u; k < SUMS; k++) { (*v)[k] += teams_partial[team + t][k]; }
+    }
   }
-  workgroupBarrier();
-  return sum;
 }
 
 // Row r's outputs of the team whose first feature is o, from its sums s = (products, squares,
@@ -217,17 +218,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       oct_dots(&acc, &sq, os, q, rows, ins, x);
     }
   }
+  // Each row's sums (products, squares, delta squares) and the join's, over the team, then over
+  // the feature's teams.
+  var sums: array<vec4<f32>, SUMS>;
   for (var r = 0u; r < ROWS; r++) {
     var s = vec4<f32>(0.0, 0.0, sq[r], pre_dd[r]);
     for (var k = 0u; k < STREAMS; k++) { s[k] = acc[k][r]; }
-    s = team_sums(lid.x, lane, s);
+    sums[r] = team_sums(lid.x, lane, s);
+    if (PRE) { sums[ROWS + r] = team_sums(lid.x, lane, pre_sums[r]); }
+  }
+  if (TEAMS > 1u) { teams_sum(team, lane, slice, &sums); }
+  for (var r = 0u; r < ROWS; r++) {
     var p = vec4<f32>(0.0);
-    if (PRE) { p = team_sums(lid.x, lane, pre_sums[r]); }
-    if (TEAMS > 1u) {
-      s = teams_sum(team, lane, slice, s);
-      if (PRE) { p = teams_sum(team, lane, slice, p); }
-    }
-    if (lane == 0u && slice == 0u && o < outs && r < rows) { write_row(r, o, s, p, second); }
+    if (PRE) { p = sums[min(ROWS + r, SUMS - 1u)]; }
+    if (lane == 0u && slice == 0u && o < outs && r < rows) { write_row(r, o, sums[r], p, second); }
   }
   if (PRE) { pre_write(lane, o == 0u && slice == 0u, rows, ins, x); }
 }
