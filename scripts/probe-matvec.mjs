@@ -4,17 +4,21 @@
 // x (rows x ins) f32. A kernel variant has WG threads a workgroup, LPF lanes a feature (their sums
 // added by subgroup shuffles, and through workgroup memory past a subgroup), FPT features a lane
 // group, U 16-byte loads a stream in flight before use, and reads its input from the storage
-// buffer or stages it in workgroup memory first. For each of E2B's product shapes it times passes
-// of L dispatches, each over its own copy of the matrix (L copies of at least 400 MB together, so
-// that none is still in the L2 cache), and prints the time a dispatch against the time the same
-// bytes take in a plain streaming read (the faster of four and sixteen 16-byte words a thread)
-// and an empty dispatch's, all in the same passes.
+// buffer (declared read-only, or read_write as the runtime's arena is) or stages it in workgroup
+// memory first. For each of E2B's product shapes it times passes of L dispatches, each over its
+// own copy of the matrix (up to 64 copies within --max-bytes, 512 MiB by default: far more than
+// the L2 cache holds), and prints the time a dispatch against the time the same bytes take in a
+// plain streaming read (the faster of four and sixteen 16-byte words a thread) and an empty
+// dispatch's, all in the same passes.
 //   node scripts/probe-matvec.mjs [--reps N] [--rows R,R...] [--only TEXT] [--max-bytes B] [--shrink N]
 // --rows: the input rows of a product (1; a list: each in turn); --only: the variants whose name
-// has TEXT (or one of TEXT's parts between |s); --max-bytes caps the L copies' bytes and --shrink divides every shape's outputs by N
-// (for a CPU adapter). The passes of all variants of a shape go to the GPU in 2N rounds back to
-// back, each round in another order; a figure is the median of the last N rounds. A variant whose
-// sampled outputs are wrong is marked WRONG and makes the exit status 1.
+// has TEXT (or one of TEXT's parts between |s); --max-bytes caps the L copies' bytes and
+// --shrink divides every shape's outputs by N, a power of two (both for a CPU adapter). The
+// passes of all variants of a shape go to the GPU in 2N rounds back to back (N at most 32), each
+// round in another order; a figure is the median of the last N rounds. A variant is named and
+// skipped where a row has fewer octs than its lanes, or its workgroup memory does not fit the
+// device. A variant whose sampled outputs are wrong is marked WRONG, and one whose kernel fails
+// to build otherwise is named: either makes the exit status 1.
 import { parseArgs } from 'node:util';
 
 const fail = (message) => {
@@ -34,10 +38,11 @@ const whole = (text, name, lo, hi) => {
   if (!(n >= lo && n <= hi)) fail(`--${name} must be a whole number from ${lo} to ${hi}, not '${text}'`);
   return n;
 };
-const reps = whole(values.reps ?? '5', 'reps', 1, 1000);
+const reps = whole(values.reps ?? '5', 'reps', 1, 32);  // 2 timestamps x 2N rounds x 28 passes <= 4096
 const rowsList = (values.rows ?? '1').split(',').map((t) => whole(t, 'rows', 1, 8));
 const shrink = whole(values.shrink ?? '1', 'shrink', 1, 256);
-const maxBytes = whole(values['max-bytes'] ?? String(400 << 20), 'max-bytes', 1 << 16, 2 ** 40);
+if (shrink & (shrink - 1)) fail(`--shrink must be a power of two (the shapes' outputs share 512), not '${shrink}'`);
+const maxBytes = whole(values['max-bytes'] ?? String(512 << 20), 'max-bytes', 1 << 16, 2 ** 40);
 
 const webgpu = await import('webgpu');
 Object.assign(globalThis, webgpu.globals);
@@ -181,6 +186,7 @@ const variants = [
   { name: 'lanes 8, 4 loads', WG: 256, LPF: 8, FPT: 1, U: 4 },
   { name: 'lanes 8, 2 features, 2 loads', WG: 256, LPF: 8, FPT: 2, U: 2 },
   { name: 'lanes 8, 4 loads, staged', WG: 256, LPF: 8, FPT: 1, U: 4, staged: true },
+  { name: 'lanes 4, 4 loads', WG: 256, LPF: 4, FPT: 1, U: 4 },
   { name: 'lanes 64, 2 loads', WG: 256, LPF: 64, FPT: 1, U: 2 },
   { name: 'lanes 64, 4 loads', WG: 256, LPF: 64, FPT: 1, U: 4 },
   { name: 'lanes 128, 2 loads', WG: 256, LPF: 128, FPT: 1, U: 2 },
@@ -212,7 +218,7 @@ const rounds = 2 * reps;  // the first half keeps the GPU busy until its clocks 
 for (const ROWS of rowsList) for (const [label, outs, ins] of shapes) {
   const bytes = outs * ins * 2;
   const stride = Math.ceil(bytes / align) * align;
-  const copies = Math.max(1, Math.min(64, Math.floor(maxBytes / stride), Math.ceil((400 << 20) / bytes)));
+  const copies = Math.max(1, Math.min(64, Math.floor(maxBytes / stride)));
   const w16 = words.slice(0, outs * ins);
   const x = Float32Array.from({ length: ROWS * ins }, () => random() * 4);
   const bw = device.createBuffer({ size: stride * copies, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
@@ -224,13 +230,19 @@ for (const ROWS of rowsList) for (const [label, outs, ins] of shapes) {
   const entries = [{ name: 'empty', pipeline: emptyPipeline, groups: 1 },
                    { name: 'read 4', pipeline: streamPipelines[0], groups: Math.ceil(bytes / 16 / 1024) },
                    { name: 'read 16', pipeline: streamPipelines[1], groups: Math.ceil(bytes / 16 / 4096) }];
+  const notes = [];  // the variants not timed, printed after the shape's line
   for (const v of variants) {
-    if ((ins / 8) < v.LPF) continue;
+    if ((ins / 8) < v.LPF) {
+      notes.push(`  ${v.name}: not made: a row has fewer octs than a feature has lanes`);
+      continue;
+    }
     try {
       entries.push({ name: v.name, v, pipeline: await pipelineOf(productKernel(v, ins, ROWS)),
                      groups: Math.ceil(outs / (v.WG / v.LPF * v.FPT)) });
     } catch (e) {
-      console.log(`  ${v.name}: failed: ${e.message}`);
+      const fits = !/workgroup storage/.test(e.message);
+      notes.push(`  ${v.name}: ${fits ? 'failed' : 'does not fit the device'}: ${e.message.split('\n')[0]}`);
+      if (fits) process.exitCode = 1;
     }
   }
   for (const e of entries) {
@@ -275,6 +287,7 @@ for (const ROWS of rowsList) for (const [label, outs, ins] of shapes) {
   console.log(`\n${label}, ${ROWS} row${ROWS > 1 ? 's' : ''}: ${outs} x ${ins}, ${(bytes / 1e6).toFixed(1)} MB, ${copies} copies; ` +
               `empty dispatch ${us[0].toFixed(2)} us, plain read ${read.toFixed(2)} us ` +
               `(${(bytes / read / 1e3).toFixed(0)} GB/s)`);
+  for (const n of notes) console.log(n);
   for (let e = 3; e < E; e++) {
     const y = new Float32Array(await readBack(entries[e].out, ROWS * outs * 4));
     let err = 0, largest = 0;
