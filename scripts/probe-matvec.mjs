@@ -38,7 +38,7 @@ const whole = (text, name, lo, hi) => {
   if (!(n >= lo && n <= hi)) fail(`--${name} must be a whole number from ${lo} to ${hi}, not '${text}'`);
   return n;
 };
-const reps = whole(values.reps ?? '5', 'reps', 1, 32);  // 2 timestamps x 2N rounds x 28 passes <= 4096
+const reps = whole(values.reps ?? '5', 'reps', 1, 32);  // 2 timestamps x 2N rounds x 30 passes <= 4096
 const rowsList = (values.rows ?? '1').split(',').map((t) => whole(t, 'rows', 1, 8));
 const shrink = whole(values.shrink ?? '1', 'shrink', 1, 256);
 if (shrink & (shrink - 1)) fail(`--shrink must be a power of two (the shapes' outputs share 512), not '${shrink}'`);
@@ -193,6 +193,8 @@ const variants = [
   { name: 'lanes 256, 2 loads', WG: 256, LPF: 256, FPT: 1, U: 2 },
   { name: 'lanes 64, 2 features, 1 load', WG: 256, LPF: 64, FPT: 2, U: 1 },
   { name: 'lanes 128, 2 features, 1 load', WG: 256, LPF: 128, FPT: 2, U: 1 },
+  { name: 'lanes 128, 2 features, 2 loads', WG: 256, LPF: 128, FPT: 2, U: 2 },
+  { name: 'lanes 256, 2 features, 2 loads', WG: 256, LPF: 256, FPT: 2, U: 2 },
   { name: 'lanes 16, 2 features, 2 loads', WG: 256, LPF: 16, FPT: 2, U: 2 },
   { name: 'lanes 64, 2 loads, wg 128', WG: 128, LPF: 64, FPT: 1, U: 2 },
   { name: 'lanes 128, 2 loads, input read-write', WG: 256, LPF: 128, FPT: 1, U: 2, rw: true },
