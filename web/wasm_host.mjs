@@ -12,9 +12,13 @@ export async function runCli(wasmPath, argv, { device = null, onExit = null, std
   const { WASI } = await import('node:wasi');
   const wasi = new WASI({ version: 'preview1', args: ['gemma4', ...argv], env: { PWD: process.cwd() },
                           preopens: { '/': '/' }, returnOnExit: true, stdout });
+  // The module calls node:wasi's functions through JavaScript closures, never directly: Node 20
+  // dies of SIGSEGV now and then (under CPU load) after WebAssembly calls them directly, at the
+  // next property read of the JavaScript that follows.
+  const imports = Object.fromEntries(Object.entries(wasi.wasiImport).map(([name, f]) => [name, (...a) => f(...a)]));
   return runModule(readFileSync(wasmPath), argv, {
     device,
     onExit,
-    wasi: { imports: wasi.wasiImport, initialize: (instance) => wasi.initialize(instance) },
+    wasi: { imports, initialize: (instance) => wasi.initialize(instance) },
   });
 }
