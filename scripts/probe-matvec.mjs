@@ -20,6 +20,7 @@
 // device. A variant whose sampled outputs are wrong is marked WRONG, and one whose kernel fails
 // to build otherwise is named: either makes the exit status 1.
 import { parseArgs } from 'node:util';
+import { bf16Value, gpuHelpers } from './probe-gpu.mjs';
 
 const fail = (message) => {
   console.error(`probe-matvec: ${message}`);
@@ -140,37 +141,7 @@ const emptyKernel = `
 @compute @workgroup_size(32)
 fn main(@builtin(local_invocation_index) li: u32) { if (li == 99u) { O[0] = 1.0; } }`;
 
-async function pipelineOf(code) {
-  device.pushErrorScope('validation');
-  let pipeline, failure = null;
-  try {
-    const module = device.createShaderModule({ code });
-    pipeline = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
-  } catch (e) {
-    failure = e;
-  } finally {
-    const error = await device.popErrorScope();
-    failure ??= error && new Error(error.message.split('\n').slice(0, 4).join(' '));
-  }
-  if (failure) throw failure;
-  return pipeline;
-}
-function upload(data, usage) {
-  const b = device.createBuffer({ size: data.byteLength, usage: usage | GPUBufferUsage.COPY_DST });
-  device.queue.writeBuffer(b, 0, data);
-  return b;
-}
-async function readBack(buffer, size) {
-  const staging = device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  const enc = device.createCommandEncoder();
-  enc.copyBufferToBuffer(buffer, 0, staging, 0, size);
-  device.queue.submit([enc.finish()]);
-  await staging.mapAsync(GPUMapMode.READ);
-  const bytes = staging.getMappedRange().slice(0);
-  staging.destroy();
-  return bytes;
-}
-const bf16Value = (b) => new Float32Array(new Uint32Array([b << 16]).buffer)[0];
+const { upload, readBack, pipelineOf } = gpuHelpers(device);
 
 const variants = [
   { name: 'lanes 32, 2 loads', WG: 256, LPF: 32, FPT: 1, U: 2 },
@@ -212,7 +183,7 @@ let seed = 7;
 const random = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296 - 0.5;
 // The matrices' words (every shape takes a prefix): small bf16 values.
 const words = new Uint16Array(Math.max(...shapes.map(([, o, i]) => o * i)));
-for (let i = 0; i < words.length; i++) words[i] = 0x3c00 + ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 22) - 512;
+for (let i = 0; i < words.length; i++) words[i] = 0x3c00 + Math.floor((random() + 0.5) * 1024) - 512;
 const align = device.limits.minStorageBufferOffsetAlignment;
 const emptyPipeline = await pipelineOf(emptyKernel);
 const streamPipelines = [await pipelineOf(streamKernel(4)), await pipelineOf(streamKernel(16))];

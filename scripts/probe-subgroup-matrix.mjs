@@ -12,6 +12,7 @@
 // Where the adapter lacks shader-f16, subgroup matrices or an f16 -> f32 configuration it says so
 // and measures nothing.
 import { parseArgs } from 'node:util';
+import { bf16Bits, bf16Value, gpuHelpers } from './probe-gpu.mjs';
 
 const fail = (message) => {
   console.error(`probe-subgroup-matrix: ${message}`);
@@ -119,23 +120,7 @@ ${each((i, j) => `  subgroupMatrixStore(&Y, (m0 + sm * ${TM * SM}u + ${i * SM}u)
 }`;
 }
 
-const bf16Bits = (x) => new Uint32Array(new Float32Array([x]).buffer)[0] >>> 16;
-const bf16Value = (b) => new Float32Array(new Uint32Array([b << 16]).buffer)[0];
-function upload(data, usage) {
-  const b = device.createBuffer({ size: data.byteLength, usage: usage | GPUBufferUsage.COPY_DST });
-  device.queue.writeBuffer(b, 0, data);
-  return b;
-}
-async function readBack(buffer, size) {
-  const staging = device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  const enc = device.createCommandEncoder();
-  enc.copyBufferToBuffer(buffer, 0, staging, 0, size);
-  device.queue.submit([enc.finish()]);
-  await staging.mapAsync(GPUMapMode.READ);
-  const bytes = staging.getMappedRange().slice(0);
-  staging.destroy();
-  return bytes;
-}
+const { upload, readBack, pipelineOf } = gpuHelpers(device);
 
 async function measure(M, N, K, tile) {
   if (M % tile[0] || N % tile[1] || K % tile[2]) throw new Error('the tile does not divide the product');
@@ -143,18 +128,7 @@ async function measure(M, N, K, tile) {
   const random = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296 - 0.5;
   const x = Float32Array.from({ length: M * K }, () => random() * 4);
   const w = Uint16Array.from({ length: N * K }, () => bf16Bits(random() * 0.1));
-  device.pushErrorScope('validation');
-  let pipeline, failure = null;
-  try {
-    const module = device.createShaderModule({ code: kernel(...tile) });
-    pipeline = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
-  } catch (e) {
-    failure = e;
-  } finally {
-    const error = await device.popErrorScope();
-    failure ??= error && new Error(error.message.split('\n')[0]);
-  }
-  if (failure) throw failure;
+  const pipeline = await pipelineOf(kernel(...tile));
   const bx = upload(x, GPUBufferUsage.STORAGE), bw = upload(new Uint32Array(w.buffer), GPUBufferUsage.STORAGE);
   const by = device.createBuffer({ size: M * N * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
   const bd = upload(new Uint32Array([M, N, K, 0]), GPUBufferUsage.UNIFORM);
