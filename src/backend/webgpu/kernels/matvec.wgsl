@@ -126,13 +126,15 @@ fn oct_dots(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, sq: ptr<functi
   }
 }
 
+// The sums a team reduces: each row's products, then (PRE) each row's join sums. PRE comes with
+// one row (JoinPlaceFor), which keeps the exchange below within kMatVecOwnWorkgroupBytes
+// (dispatch_policy.h).
+const SUMS = select(ROWS, 2u * ROWS, PRE);
+
 // With TEAMS > 1: each of v's sums (valid in each team's lane 0) summed over a feature's teams,
 // valid in its first team's lane 0; every row's sums (and the join's) go in one exchange, one
 // barrier for all of them. slice: the team's place among its feature's teams. Called by the whole
 // workgroup, once.
-// Each row's products, then (PRE) each row's join sums. PRE comes with one row (JoinPlaceFor),
-// which keeps the exchange within kMatVecOwnWorkgroupBytes (dispatch_policy.h).
-const SUMS = select(ROWS, 2u * ROWS, PRE);
 var<workgroup> teams_partial: array<array<vec4<f32>, SUMS>, 8>;
 fn teams_sum(team: u32, lane: u32, slice: u32, v: ptr<function, array<vec4<f32>, SUMS>>) {
   if (lane == 0u) { teams_partial[team] = *v; }
