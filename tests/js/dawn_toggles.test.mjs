@@ -1,6 +1,7 @@
 // The toggles of the devices made in Node (web/dawn_toggles.mjs) take effect in Dawn: timestamps
 // come as the GPU wrote them, not rounded to 65.5 us steps, and with validation off an invalid call
-// raises no error, where with it on (the default) it does. On a CPU driver, a wait on the device
+// raises no error, where with it on (the default) it does, and an index past an array's end is not
+// clamped to the array. On a CPU driver, a wait on the device
 // checks Dawn's events about once a millisecond instead of spinning (yieldWhileWaiting).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -33,6 +34,46 @@ test('validation is on by default and off with validation: false', async () => {
   on.destroy();
   const off = await makeDevice(dawnToggles({ validation: false }));
   assert.equal(await invalidBufferError(off), null);
+  off.destroy();
+});
+
+// What a kernel reads at index 5 of a 4-word workgroup array: WebGPU's bounds checks clamp it to
+// the last word (13); without them the read lands past the array (on lavapipe in the next one).
+async function readPastTheEnd(device) {
+  const code = `@group(0) @binding(0) var<storage, read_write> io: array<u32>;
+var<workgroup> w: array<u32, 4>;
+var<workgroup> z: array<u32, 4>;
+@compute @workgroup_size(1) fn main() {
+  for (var i = 0u; i < 4u; i++) { w[i] = 10u + i; z[i] = 20u + i; }
+  workgroupBarrier();
+  io[0] = w[io[1]];
+}`;
+  const pipeline = device.createComputePipeline({
+    layout: 'auto', compute: { module: device.createShaderModule({ code }), entryPoint: 'main' } });
+  const io = device.createBuffer({ size: 8, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+  device.queue.writeBuffer(io, 0, new Uint32Array([0, 5]));
+  const read = device.createBuffer({ size: 8, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const encoder = device.createCommandEncoder();
+  const pass = encoder.beginComputePass();
+  pass.setPipeline(pipeline);
+  pass.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0),
+                                                entries: [{ binding: 0, resource: { buffer: io } }] }));
+  pass.dispatchWorkgroups(1);
+  pass.end();
+  encoder.copyBufferToBuffer(io, 0, read, 0, 8);
+  device.queue.submit([encoder.finish()]);
+  await read.mapAsync(GPUMapMode.READ);
+  const value = new Uint32Array(read.getMappedRange())[0];
+  read.unmap();
+  return value;
+}
+
+test('indices are clamped by default and not with validation: false', async () => {
+  const on = await makeDevice(dawnToggles());
+  assert.equal(await readPastTheEnd(on), 13);
+  on.destroy();
+  const off = await makeDevice(dawnToggles({ validation: false }));
+  assert.notEqual(await readPastTheEnd(off), 13);
   off.destroy();
 });
 
