@@ -1,5 +1,6 @@
 // ops_compare's attention: windows and past-only queries over a cache ring and new rows, long
 // contexts split over several workgroups, the query norm and RoPE folded in, and prefill's tiles.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <vector>
@@ -34,11 +35,13 @@ void RunAttention(Backend& gpu, Backend& cpu) {
     });
   }
   // The query norm and RoPE folded into attention (up to 8 rows: attention_wide norms and rotates
-  // each query it loads; 9 rows: apart), with splits over a long cache.
-  for (auto [rows, d, cached] :
-       {std::tuple{1, 256, 300}, {1, 512, 40}, {1, 8, 5}, {3, 64, 20}, {3, 256, 300}, {9, 64, 20}}) {
-    Case("norm_rope_attention_r" + std::to_string(rows) + "_d" + std::to_string(d), gpu, cpu, 1e-10, [&](Side& s) {
-      const int heads = 8, kvh = 2, cap = 320, start = cached;
+  // each query it loads; 9 rows: apart), with splits over a long cache: several key tiles a split
+  // (3 rows over 1,000 positions) and more than 16 splits for attention_combine (1 row over 2,200).
+  for (auto [rows, d, cached] : {std::tuple{1, 256, 300}, {1, 512, 40}, {1, 8, 5}, {3, 64, 20}, {3, 256, 300},
+                                 {9, 64, 20}, {3, 256, 1000}, {1, 64, 2200}}) {
+    Case("norm_rope_attention_r" + std::to_string(rows) + "_d" + std::to_string(d) + "_c" + std::to_string(cached),
+         gpu, cpu, 1e-10, [&](Side& s) {
+      const int heads = 8, kvh = 2, cap = std::max(320, cached), start = cached;
       F32 q = s.Floats(Random(rows * heads * d)), kn = s.Floats(Random(rows * kvh * d)),
           vn = s.Floats(Random(rows * kvh * d));
       F32 kc = s.Floats(Random(cap * kvh * d)), vc = s.Floats(Random(cap * kvh * d));

@@ -184,7 +184,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   let slice = team % TEAMS;  // which of its features' teams this is
   let g = kv_norm_first(wid(wg, n), lid.x, lane);
   if (g == KV_NORMED) { return; }
-  if (STAGE > 0u) { stage_join(lid.x, lane, g == 0u); }
   let o = (g * (8u / TEAMS) + team / TEAMS) * FEATS;  // the team's first output feature
   let rows = P.rows; let outs = P.outs; let ins = P.ins; let x = P.x;
   let second = TWO && o >= P.first;  // the team's matrix is W2
@@ -201,15 +200,27 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   }
   var acc: array<array<f32, ROWS>, STREAMS>;
   var sq: array<f32, ROWS>;
+  let octs = (ins + 7u) / 8u;
+  const S = 32u * TEAMS;  // the stride between a team's runs
+  var q = slice * 32u + lane;
+  // The words of the loop's first step. With a stage they are loaded before the join is made, so
+  // that their trip to memory overlaps the join's (nothing in the join depends on them).
+  var w: array<OctWords, UNROLL * STREAMS>;
+  var loaded = STAGE > 0u && o < outs && q + (UNROLL - 1u) * S < octs;
+  if (loaded) {
+    for (var u = 0u; u < UNROLL; u++) {
+      for (var s = 0u; s < STREAMS; s++) { w[u * STREAMS + s] = load(bind[s], base[s], q + u * S, ins); }
+    }
+  }
+  if (STAGE > 0u) { stage_join(lid.x, lane, g == 0u); }
   if (o < outs) {
-    let octs = (ins + 7u) / 8u;
-    const S = 32u * TEAMS;  // the stride between a team's runs
-    var q = slice * 32u + lane;
     for (; q + (UNROLL - 1u) * S < octs; q += UNROLL * S) {
-      var w: array<OctWords, UNROLL * STREAMS>;
-      for (var u = 0u; u < UNROLL; u++) {
-        for (var s = 0u; s < STREAMS; s++) { w[u * STREAMS + s] = load(bind[s], base[s], q + u * S, ins); }
+      if (!loaded) {
+        for (var u = 0u; u < UNROLL; u++) {
+          for (var s = 0u; s < STREAMS; s++) { w[u * STREAMS + s] = load(bind[s], base[s], q + u * S, ins); }
+        }
       }
+      loaded = false;
       for (var u = 0u; u < UNROLL; u++) {
         var os: array<Oct, STREAMS>;
         for (var s = 0u; s < STREAMS; s++) { os[s] = decode(w[u * STREAMS + s], base[s] + 8u * (q + u * S)); }
