@@ -19,13 +19,16 @@ test('without subgroup matrices it names what is missing and measures nothing', 
 });
 
 test('bad options are refused, naming the option', () => {
-  for (const reps of ['0', 'x', '1.5', '1e2', '1001']) {
-    const r = probe(['--reps', reps]);
-    assert.equal(r.status, 2);
-    assert.match(r.stderr, new RegExp(`--reps must be a whole number from 1 to 1000, not '${reps.replace('.', '\\.')}'`));
+  for (const [option, most] of [['--reps', 1000], ['--per-pass', 64]]) {
+    for (const value of ['0', 'x', '1.5', '1e2', String(most + 1)]) {
+      const r = probe([option, value]);
+      assert.equal(r.status, 2);
+      assert.match(r.stderr, new RegExp(`${option} must be a whole number from 1 to ${most}, not '${value.replace('.', '\\.')}'`));
+    }
   }
   for (const [args, named] of [[['--foo'], /Unknown option '--foo'/], [['--reps'], /Option '--reps[^']*' argument/],
-                               [['x'], /Unexpected argument 'x'/], [['--reps', '3', '--reps', '4'], /--reps is given more than once/]]) {
+                               [['x'], /Unexpected argument 'x'/], [['--reps', '3', '--reps', '4'], /--reps is given more than once/],
+                               [['--per-pass', '3', '--per-pass', '4'], /--per-pass is given more than once/]]) {
     const r = probe(args);
     assert.equal(r.status, 2, args.join(' '));
     assert.match(r.stderr, named);
