@@ -5,6 +5,8 @@
 // side. Without subgroups only those reductions change, and they depend on the kernel's form and
 // rows, not on the weight type: that run takes the bf16 cases of the kernels that reduce by
 // teams (every form and rows variant has one), not matmul.wgsl's tiles or the ops of no weight.
+// A third run has Dawn skip zeroing workgroup memory (`disable_workgroup_init`): every op must
+// still match, so that no kernel depends on that zeroing.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -18,12 +20,12 @@ const WEIGHT_TYPES = ['F32', 'F16', 'BF16', 'Q8', 'Q4'];
 const NO_SUBGROUP_TYPE = 'BF16';
 const NO_SUBGROUP_SKIPS = ['tiled'];
 
-async function run(features, args) {
+async function run(features, args, toggles = []) {
   const script = `
     import { runCli } from ${JSON.stringify(join(root, 'web', 'wasm_host.mjs'))};
     import { create, globals } from 'webgpu';
     Object.assign(globalThis, globals);
-    const gpu = create([]);
+    const gpu = create(${JSON.stringify(toggles)});
     const adapter = await gpu.requestAdapter();
     const requiredFeatures = ${JSON.stringify(features)}.filter((f) => adapter.features.has(f));
     const device = await adapter.requestDevice({ requiredFeatures,
@@ -54,8 +56,14 @@ const typeOf = (op) => op.split('_').find((p) => WEIGHT_TYPES.includes(p)) ?? nu
 
 test('every op matches the CPU reference, with and without subgroups', { timeout: 2700000 }, async () => {
   const noSubgroupArgs = [`--types=${NO_SUBGROUP_TYPE}`, '--typed-only', ...NO_SUBGROUP_SKIPS.map((s) => `--skip=${s}`)];
-  const [withSubgroups, without] = await Promise.all([run(['subgroups'], []), run([], noSubgroupArgs)]);
+  const [withSubgroups, without, unzeroed] = await Promise.all([
+    run(['subgroups'], []), run([], noSubgroupArgs),
+    run(['subgroups'], [], ['enable-dawn-features=disable_workgroup_init'])]);
   const all = check(withSubgroups, 'subgroups'), some = check(without, 'no subgroups');
+  // No kernel reads workgroup memory it has not written: with Dawn's zeroing of it at each
+  // workgroup's start turned off (lavapipe then leaves what earlier workgroups wrote), every op
+  // still matches.
+  assert.deepEqual(check(unzeroed, 'workgroup memory not zeroed').ops, all.ops);
   assert.ok(all.features.includes('subgroups'), 'lavapipe offers subgroups');
   assert.ok(!some.features.includes('subgroups'));
   for (const t of WEIGHT_TYPES) {

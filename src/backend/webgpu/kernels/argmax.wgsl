@@ -14,7 +14,7 @@ struct Params {
 const BAD = 0xfffffffeu;
 var<workgroup> best_v: array<f32, 256>;
 var<workgroup> best_i: array<u32, 256>;
-var<workgroup> bad: atomic<u32>;  // a value that is not finite seen: zero at the start
+var<workgroup> bad: atomic<u32>;  // a value that is not finite seen
 
 fn better(v: f32, i: u32, bv: f32, bi: u32) -> bool {
   return i != 0xffffffffu && (bi == 0xffffffffu || v > bv || (v == bv && i < bi));
@@ -23,6 +23,10 @@ fn better(v: f32, i: u32, bv: f32, bi: u32) -> bool {
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
+  // The flag starts at zero in this workgroup: workgroup memory is not assumed zeroed (Dawn's
+  // disable_workgroup_init skips zeroing it).
+  if (lid.x == 0u) { atomicStore(&bad, 0u); }
+  workgroupBarrier();
   let g = wid(wg, n);
   let rows = P.rows; let cols = P.cols; let phase = P.phase; let chunks = P.chunks; let parts = P.parts;
   var r = g; var lo = 0u; var hi = cols;
