@@ -96,7 +96,7 @@ function kernel(kind, BM, BN, BK, WM, WN) {
     ? 'let v = vec4<f16>(xr[t]); xs[o] = v.x; xs[o + 1u] = v.y; xs[o + 2u] = v.z; xs[o + 3u] = v.w;'
     : put8('xs', 'xr[t]');
   const xType = kind === 'cvt' ? 'vec4<f32>' : 'vec4<u32>';
-  return { threads, BM, BN, kind, code: `enable f16;
+  return { threads, BM, BN, BK, kind, code: `enable f16;
 enable chromium_experimental_subgroup_matrix;
 enable subgroups;
 struct D { m: u32, n: u32, k: u32 }
@@ -155,13 +155,17 @@ async function timeDispatch(pipeline, group, wx, wy) {
   return ms[Math.floor(ms.length / 2)];
 }
 
-// IEEE half bits of x, rounded to nearest even (no subnormals: these values are far from them).
+// IEEE half bits of x, rounded to nearest even, subnormals included (the GPU's conversion's).
 const F1 = new Float32Array(1), U1 = new Uint32Array(F1.buffer);
 function f16Bits(x) {
   F1[0] = x;
   const u = U1[0], s = (u >>> 16) & 0x8000, e = ((u >>> 23) & 0xff) - 112, m = u & 0x7fffff;
-  if (e <= 0) return s;
   if (e >= 31) return s | 0x7c00;
+  if (e <= 0) {  // a subnormal half: units of 2^-24 (a carry into the exponent gives the least normal)
+    if (e < -10) return s;
+    const mm = m | 0x800000, shift = 14 - e, k = mm >>> shift, rest = mm - k * 2 ** shift, half = 2 ** (shift - 1);
+    return s | (rest > half || (rest === half && (k & 1)) ? k + 1 : k);
+  }
   const h = s | (e << 10) | (m >>> 13), rest = m & 0x1fff;
   return rest > 0x1000 || (rest === 0x1000 && (h & 1)) ? h + 1 : h;
 }
@@ -182,7 +186,7 @@ function operandsOf(M, N, K) {
 }
 
 async function measure(M, N, K, name, k, print) {
-  if (M % k.BM || N % k.BN) throw new Error('the tile does not divide the product');
+  if (M % k.BM || N % k.BN || K % k.BK) throw new Error('the tile does not divide the product');
   const { x, wb, xh, wh } = operandsOf(M, N, K);
   const pipeline = k.pipeline ??= await pipelineOf(k.code);
   const bx = upload(k.kind === 'cvt' ? x : new Uint32Array(xh.buffer), GPUBufferUsage.STORAGE);

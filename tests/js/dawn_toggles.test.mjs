@@ -1,7 +1,7 @@
 // The toggles of the devices made in Node (web/dawn_toggles.mjs) take effect in Dawn: timestamps
-// come as the GPU wrote them, not rounded to 65.5 us steps, and with validation off an invalid call
-// raises no error, where with it on (the default) it does, and an index past an array's end is not
-// clamped to the array. On a CPU driver, a wait on the device
+// come as the GPU wrote them, not rounded to 65.5 us steps; with validation on (the default) an
+// invalid call raises an error and an index past an array's end is clamped to the array, and with
+// validation off neither happens. On a CPU driver, a wait on the device
 // checks Dawn's events about once a millisecond instead of spinning (yieldWhileWaiting).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
