@@ -1,7 +1,36 @@
-// What the GPU probes (scripts/probe-*.mjs) share: bf16 conversions, and on a GPUDevice a
-// buffer filled from data, a buffer's bytes read back, and a compute pipeline whose errors throw
-// (the first line of a validation error's message).
-export const bf16Bits = (x) => new Uint32Array(new Float32Array([x]).buffer)[0] >>> 16;
+// What the GPU probes (scripts/probe-*.mjs) share: their command line, bf16 values, and on a
+// GPUDevice a buffer filled from data, a buffer's bytes read back, and a compute pipeline whose
+// errors throw (the first line of a validation error's message).
+import { parseArgs } from 'node:util';
+
+// A probe's command line, parsed with node:util's parseArgs `options`: values (an option declared
+// `multiple` may still be given once only, and comes as its one value), fail(message) (prints
+// `script: message`, exits 2) and whole(text, name, lo, hi) (a whole number lo to hi, else fails
+// naming --name).
+export function probeArgs(script, options) {
+  const fail = (message) => {
+    console.error(`${script}: ${message}`);
+    process.exit(2);
+  };
+  let values;
+  try {
+    ({ values } = parseArgs({ options, strict: true }));
+  } catch (e) {
+    fail(e.message);
+  }
+  for (const [name, { multiple }] of Object.entries(options)) {
+    if (!multiple || values[name] === undefined) continue;
+    if (values[name].length > 1) fail(`--${name} is given more than once`);
+    values[name] = values[name][0];
+  }
+  const whole = (text, name, lo, hi) => {
+    const n = /^[0-9]+$/.test(text) ? Number(text) : NaN;
+    if (!(n >= lo && n <= hi)) fail(`--${name} must be a whole number from ${lo} to ${hi}, not '${text}'`);
+    return n;
+  };
+  return { values, fail, whole };
+}
+
 export const bf16Value = (b) => new Float32Array(new Uint32Array([b << 16]).buffer)[0];
 
 export function gpuHelpers(device) {

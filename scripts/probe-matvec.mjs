@@ -19,26 +19,11 @@
 // skipped where a row has fewer octs than its lanes, or its workgroup memory does not fit the
 // device. A variant whose sampled outputs are wrong is marked WRONG, and one whose kernel fails
 // to build otherwise is named: either makes the exit status 1.
-import { parseArgs } from 'node:util';
-import { bf16Value, gpuHelpers } from './probe-gpu.mjs';
+import { bf16Value, gpuHelpers, probeArgs } from './probe-gpu.mjs';
 
-const fail = (message) => {
-  console.error(`probe-matvec: ${message}`);
-  process.exit(2);
-};
-let values;
-try {
-  ({ values } = parseArgs({ options: { reps: { type: 'string' }, 'max-bytes': { type: 'string' },
-                                       only: { type: 'string' }, rows: { type: 'string' },
-                                       shrink: { type: 'string' } }, strict: true }));
-} catch (e) {
-  fail(e.message);
-}
-const whole = (text, name, lo, hi) => {
-  const n = /^[0-9]+$/.test(text) ? Number(text) : NaN;
-  if (!(n >= lo && n <= hi)) fail(`--${name} must be a whole number from ${lo} to ${hi}, not '${text}'`);
-  return n;
-};
+const { values, fail, whole } = probeArgs('probe-matvec', {
+  reps: { type: 'string' }, 'max-bytes': { type: 'string' }, only: { type: 'string' }, rows: { type: 'string' },
+  shrink: { type: 'string' } });
 const reps = whole(values.reps ?? '5', 'reps', 1, 32);  // 2 timestamps x 2N rounds x 30 passes <= 4096
 const rowsList = (values.rows ?? '1').split(',').map((t) => whole(t, 'rows', 1, 8));
 const shrink = whole(values.shrink ?? '1', 'shrink', 1, 256);
@@ -143,36 +128,44 @@ fn main(@builtin(local_invocation_index) li: u32) { if (li == 99u) { O[0] = 1.0;
 
 const { upload, readBack, pipelineOf } = gpuHelpers(device);
 
+// Variants as [lanes a feature, features a lane group, loads in flight, { WG, staged, rw }] (WG
+// 256 unless given), each named from its values.
+const variantName = ({ WG, LPF, FPT, U, staged, rw }) =>
+  [`lanes ${LPF}`, FPT > 1 && `${FPT} features`, `${U} load${U > 1 ? 's' : ''}`, WG !== 256 && `wg ${WG}`,
+   rw && 'input read-write', staged && 'staged'].filter(Boolean).join(', ');
 const variants = [
-  { name: 'lanes 32, 2 loads', WG: 256, LPF: 32, FPT: 1, U: 2 },
-  { name: 'lanes 32, 2 features, 1 load', WG: 256, LPF: 32, FPT: 2, U: 1 },
-  { name: 'the same, input staged', WG: 256, LPF: 32, FPT: 2, U: 1, staged: true },
-  { name: 'lanes 32, 4 loads', WG: 256, LPF: 32, FPT: 1, U: 4 },
-  { name: 'lanes 32, 4 features, 1 load', WG: 256, LPF: 32, FPT: 4, U: 1 },
-  { name: 'lanes 32, 2 loads, wg 128', WG: 128, LPF: 32, FPT: 1, U: 2 },
-  { name: 'lanes 16, 2 loads', WG: 256, LPF: 16, FPT: 1, U: 2 },
-  { name: 'lanes 32, 2 features, 2 loads', WG: 256, LPF: 32, FPT: 2, U: 2 },
-  { name: 'lanes 16, 4 loads', WG: 256, LPF: 16, FPT: 1, U: 4 },
-  { name: 'lanes 8, 2 loads', WG: 256, LPF: 8, FPT: 1, U: 2 },
-  { name: 'lanes 8, 4 loads', WG: 256, LPF: 8, FPT: 1, U: 4 },
-  { name: 'lanes 8, 2 features, 2 loads', WG: 256, LPF: 8, FPT: 2, U: 2 },
-  { name: 'lanes 8, 4 loads, staged', WG: 256, LPF: 8, FPT: 1, U: 4, staged: true },
-  { name: 'lanes 4, 4 loads', WG: 256, LPF: 4, FPT: 1, U: 4 },
-  { name: 'lanes 64, 2 loads', WG: 256, LPF: 64, FPT: 1, U: 2 },
-  { name: 'lanes 64, 4 loads', WG: 256, LPF: 64, FPT: 1, U: 4 },
-  { name: 'lanes 128, 2 loads', WG: 256, LPF: 128, FPT: 1, U: 2 },
-  { name: 'lanes 256, 2 loads', WG: 256, LPF: 256, FPT: 1, U: 2 },
-  { name: 'lanes 64, 2 features, 1 load', WG: 256, LPF: 64, FPT: 2, U: 1 },
-  { name: 'lanes 128, 2 features, 1 load', WG: 256, LPF: 128, FPT: 2, U: 1 },
-  { name: 'lanes 128, 2 features, 2 loads', WG: 256, LPF: 128, FPT: 2, U: 2 },
-  { name: 'lanes 256, 2 features, 2 loads', WG: 256, LPF: 256, FPT: 2, U: 2 },
-  { name: 'lanes 16, 2 features, 2 loads', WG: 256, LPF: 16, FPT: 2, U: 2 },
-  { name: 'lanes 64, 2 loads, wg 128', WG: 128, LPF: 64, FPT: 1, U: 2 },
-  { name: 'lanes 128, 2 loads, input read-write', WG: 256, LPF: 128, FPT: 1, U: 2, rw: true },
-  { name: 'lanes 128, 2 features, 1 load, input read-write', WG: 256, LPF: 128, FPT: 2, U: 1, rw: true },
-  { name: 'lanes 64, 2 loads, input read-write', WG: 256, LPF: 64, FPT: 1, U: 2, rw: true },
-  { name: 'lanes 128, 2 loads, staged', WG: 256, LPF: 128, FPT: 1, U: 2, staged: true },
-].filter((v) => !values.only || values.only.split('|').some((t) => v.name.includes(t)));
+  [32, 1, 2],
+  [32, 2, 1],
+  [32, 2, 1, { staged: true }],
+  [32, 1, 4],
+  [32, 4, 1],
+  [32, 1, 2, { WG: 128 }],
+  [16, 1, 2],
+  [32, 2, 2],
+  [16, 1, 4],
+  [8, 1, 2],
+  [8, 1, 4],
+  [8, 2, 2],
+  [8, 1, 4, { staged: true }],
+  [4, 1, 4],
+  [64, 1, 2],
+  [64, 1, 4],
+  [128, 1, 2],
+  [256, 1, 2],
+  [64, 2, 1],
+  [128, 2, 1],
+  [128, 2, 2],
+  [256, 2, 2],
+  [16, 2, 2],
+  [64, 1, 2, { WG: 128 }],
+  [128, 1, 2, { rw: true }],
+  [128, 2, 1, { rw: true }],
+  [64, 1, 2, { rw: true }],
+  [128, 1, 2, { staged: true }],
+].map(([LPF, FPT, U, { WG = 256, staged = false, rw = false } = {}]) => {
+  const v = { WG, LPF, FPT, U, staged, rw };
+  return { ...v, name: variantName(v) };
+}).filter((v) => !values.only || values.only.split('|').some((t) => v.name.includes(t)));
 // E2B's one-row products (outs x ins): the MLP's gate and up together (and on its KV-shared
 // layers), its down (both widths), the query and the attention output.
 const shapes = [['gate and up', 12288, 1536], ['gate and up, wide', 24576, 1536], ['down', 1536, 6144],

@@ -17,29 +17,12 @@
 // NVIDIA's Vulkan drivers otherwise) and disable_robustness (as the runtime with validation off).
 // Where the adapter lacks shader-f16, subgroup matrices or an f16 -> f32 16 x 16 x 16
 // configuration it says so and measures nothing.
-import { parseArgs } from 'node:util';
-import { bf16Value, gpuHelpers } from './probe-gpu.mjs';
+import { bf16Value, gpuHelpers, probeArgs } from './probe-gpu.mjs';
 
-const fail = (message) => {
-  console.error(`probe-subgroup-matrix: ${message}`);
-  process.exit(2);
-};
-let values;
-try {
-  ({ values } = parseArgs({ options: { reps: { type: 'string', multiple: true },
-                                       'per-pass': { type: 'string', multiple: true } }, strict: true }));
-} catch (e) {
-  fail(e.message);
-}
-function whole(name, fallback, most) {
-  if ((values[name] ?? []).length > 1) fail(`--${name} is given more than once`);
-  const text = values[name]?.[0] ?? fallback;
-  const n = /^[0-9]+$/.test(text) ? Number(text) : NaN;
-  if (!(n >= 1 && n <= most)) fail(`--${name} must be a whole number from 1 to ${most}, not '${text}'`);
-  return n;
-}
-const reps = whole('reps', '5', 1000);
-const perPass = whole('per-pass', '8', 64);
+const { values, whole } = probeArgs('probe-subgroup-matrix', {
+  reps: { type: 'string', multiple: true }, 'per-pass': { type: 'string', multiple: true } });
+const reps = whole(values.reps ?? '5', 'reps', 1, 1000);
+const perPass = whole(values['per-pass'] ?? '8', 'per-pass', 1, 64);
 
 const webgpu = await import('webgpu');
 Object.assign(globalThis, webgpu.globals);
