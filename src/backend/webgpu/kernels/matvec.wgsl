@@ -64,6 +64,16 @@ fn load(b: u32, base: u32, q: u32, ins: u32) -> OctWords {
   }
   return w;
 }
+// A lane's words for one step of the product's loop at oct q: UNROLL octs of each stream, a
+// team's stride S apart.
+const S = 32u * TEAMS;  // the stride between a team's runs
+fn step_words(bind: array<u32, STREAMS>, base: array<u32, STREAMS>, q: u32, ins: u32) -> array<OctWords, UNROLL * STREAMS> {
+  var w: array<OctWords, UNROLL * STREAMS>;
+  for (var u = 0u; u < UNROLL; u++) {
+    for (var s = 0u; s < STREAMS; s++) { w[u * STREAMS + s] = load(bind[s], base[s], q + u * S, ins); }
+  }
+  return w;
+}
 fn decode(w: OctWords, e: u32) -> Oct {
   if (VEC) { return oct_of(MT, w, e); }
   return Oct(bitcast<vec4<f32>>(w.a), bitcast<vec4<f32>>(w.b), 1.0);
@@ -201,25 +211,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   var acc: array<array<f32, ROWS>, STREAMS>;
   var sq: array<f32, ROWS>;
   let octs = (ins + 7u) / 8u;
-  const S = 32u * TEAMS;  // the stride between a team's runs
   var q = slice * 32u + lane;
   // The words of the loop's first step. With a stage they are loaded before the join is made, so
   // that their trip to memory overlaps the join's (nothing in the join depends on them).
   var w: array<OctWords, UNROLL * STREAMS>;
   var loaded = STAGE > 0u && o < outs && q + (UNROLL - 1u) * S < octs;
-  if (loaded) {
-    for (var u = 0u; u < UNROLL; u++) {
-      for (var s = 0u; s < STREAMS; s++) { w[u * STREAMS + s] = load(bind[s], base[s], q + u * S, ins); }
-    }
-  }
+  if (loaded) { w = step_words(bind, base, q, ins); }
   if (STAGE > 0u) { stage_join(lid.x, lane, g == 0u); }
   if (o < outs) {
     for (; q + (UNROLL - 1u) * S < octs; q += UNROLL * S) {
-      if (!loaded) {
-        for (var u = 0u; u < UNROLL; u++) {
-          for (var s = 0u; s < STREAMS; s++) { w[u * STREAMS + s] = load(bind[s], base[s], q + u * S, ins); }
-        }
-      }
+      if (!loaded) { w = step_words(bind, base, q, ins); }
       loaded = false;
       for (var u = 0u; u < UNROLL; u++) {
         var os: array<Oct, STREAMS>;
