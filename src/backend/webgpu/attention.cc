@@ -42,6 +42,10 @@ void WebGpuBackend::Attend(F32 out, F32 q, F32 k_new, F32 v_new, F32 k_cache, F3
   if (s.head_dim > 512) {
     return Fail(Unimplemented("webgpu: attention with head_dim " + std::to_string(s.head_dim) + " > 512"));
   }
+  if (s.cached > s.capacity) {  // the kernels find a cached position's ring slot relying on this
+    return Fail(InvalidArgument("webgpu: attention over " + std::to_string(s.cached) + " cached positions in a ring of " +
+                                std::to_string(s.capacity)));
+  }
   // Few (row, head) pairs (decode, drafting) split their positions so that the device has
   // enough workgroups; attention_combine merges the splits.
   const uint64_t pairs = static_cast<uint64_t>(s.rows) * s.heads;

@@ -60,6 +60,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   var acc0 = vec4<f32>(0.0); var acc1 = vec4<f32>(0.0);
   for (var p0 = slo; p0 <= shi; p0 += 64) {
     let cnt = min(64, shi - p0 + 1);
+    let slot0 = kv_tile_slot(p0);
     // Scores: lane's dims h + lane + 16j of positions team + 16it, all 16 words loaded before any
     // is used (one trip to memory, two for head dims over 256). The loads are unconditional, at
     // clamped positions and dims (always in bounds); what lies past the ends is masked after.
@@ -67,7 +68,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (var h = 0u; h < d4; h += 64u) {
       var kx: array<vec4<f32>, 16>;
       for (var it = 0u; it < 4u; it++) {
-        let kb = kv_at(p0 + min(i32(team + 16u * it), cnt - 1), kv, P.k_cache, P.k_new) / 4u;
+        let kb = kv_at_tile(p0, slot0, min(i32(team + 16u * it), cnt - 1), kv, P.k_cache, P.k_new) / 4u;
         for (var j = 0u; j < 4u; j++) { kx[it * 4u + j] = A[kb + min(h + lane + 16u * j, d4 - 1u)]; }
       }
       for (var j = 0u; j < 4u; j++) {
@@ -99,7 +100,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (d4 <= 64u) {
       var vx: array<vec4<f32>, 16>;
       for (var j = 0; j < 16; j++) {
-        vx[j] = A[kv_at(p0 + min(i32(group) + 4 * j, cnt - 1), kv, P.v_cache, P.v_new) / 4u + g0];
+        vx[j] = A[kv_at_tile(p0, slot0, min(i32(group) + 4 * j, cnt - 1), kv, P.v_cache, P.v_new) / 4u + g0];
       }
       for (var j = 0; j < 16; j++) {
         let c = i32(group) + 4 * j;
@@ -111,7 +112,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       for (var j0 = 0; j0 < 16; j0 += 8) {
         var va: array<vec4<f32>, 8>; var vb: array<vec4<f32>, 8>;
         for (var j = 0; j < 8; j++) {
-          let at = kv_at(p0 + min(i32(group) + 4 * (j0 + j), cnt - 1), kv, P.v_cache, P.v_new) / 4u;
+          let at = kv_at_tile(p0, slot0, min(i32(group) + 4 * (j0 + j), cnt - 1), kv, P.v_cache, P.v_new) / 4u;
           va[j] = A[at + g0]; vb[j] = A[at + g1];
         }
         for (var j = 0; j < 8; j++) {
