@@ -12,8 +12,8 @@ import { nodeDevice } from '../web/node_device.mjs';
 
 const argv = process.argv.slice(2);
 // --gpu-validation on|off (this front end's own flag, taken out before the core sees the rest):
-// whether Dawn validates the runtime's GPU calls and bounds-checks the kernels' array indices
-// (web/dawn_toggles.mjs). On by default.
+// whether Dawn validates the runtime's GPU calls, bounds-checks the kernels' array indices and
+// zeroes their workgroup memory (web/dawn_toggles.mjs). On by default.
 let validation = true;
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i];

@@ -3,11 +3,13 @@
 // attacks); kernel profiles want them as the GPU wrote them. validation false trusts the runtime's
 // GPU work: Dawn skips validating its calls (`skip_validation`, less host time per dispatch) and
 // compiles its kernels without the bounds checks WebGPU adds to every array index
-// (`disable_robustness`, less GPU time: docs/PERFORMANCE.md). A bad call or an index out of bounds
-// is then undefined instead of an error or a clamped access.
+// (`disable_robustness`) and without zeroing their workgroup memory as they start
+// (`disable_workgroup_init`), for less GPU time (docs/PERFORMANCE.md). A bad call or an index out
+// of bounds is then undefined instead of an error or a clamped access; no kernel reads workgroup
+// memory it has not written (the op tests run every kernel so).
 export function dawnToggles({ validation = true } = {}) {
   const toggles = ['disable-dawn-features=timestamp_quantization'];
-  if (!validation) toggles.push('enable-dawn-features=skip_validation,disable_robustness');
+  if (!validation) toggles.push('enable-dawn-features=skip_validation,disable_robustness,disable_workgroup_init');
   return toggles;
 }
 

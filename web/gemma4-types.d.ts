@@ -26,8 +26,9 @@ export interface FactoryOptions {
   /** Receives the module's diagnostic output. */
   log?: (text: string) => void;
   /** Node only, for a device the runtime makes: false has Dawn skip validating the runtime's GPU calls
-   *  (less host time per dispatch) and the bounds checks on the kernels' array indices (less GPU time);
-   *  a bad call or index is then undefined instead of an error. Default true. */
+   *  (less host time per dispatch), the bounds checks on the kernels' array indices and the zeroing of
+   *  their workgroup memory (less GPU time); a bad call or index is then undefined instead of an error.
+   *  Default true. */
   gpuValidation?: boolean;
   /** WebGPU only: dispatches in one submit and compute pass, 1 to 4096 (default 128). Large values put all of a
    *  step's dispatches in one pass: fewer submits, but the GPU starts once the whole step is recorded. */

@@ -1,7 +1,7 @@
 // The toggles of the devices made in Node (web/dawn_toggles.mjs) take effect in Dawn: timestamps
 // come as the GPU wrote them, not rounded to 65.5 us steps; with validation on (the default) an
-// invalid call raises an error and an index past an array's end is clamped to the array, and with
-// validation off neither happens. On a CPU driver, a wait on the device
+// invalid call raises an error, an index past an array's end is clamped to the array and workgroup
+// memory starts zeroed, and with validation off none of these happens. On a CPU driver, a wait on the device
 // checks Dawn's events about once a millisecond instead of spinning (yieldWhileWaiting).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -74,6 +74,44 @@ test('indices are clamped by default and not with validation: false', async () =
   on.destroy();
   const off = await makeDevice(dawnToggles({ validation: false }));
   assert.notEqual(await readPastTheEnd(off), 13);
+  off.destroy();
+});
+
+// What each of 64 workgroups reads from a workgroup word before writing it: with WebGPU's zeroing,
+// 0 every time; without it, on lavapipe, what an earlier workgroup on the same thread left there.
+async function unwrittenReads(device) {
+  const code = `@group(0) @binding(0) var<storage, read_write> io: array<u32, 64>;
+var<workgroup> w: u32;
+@compute @workgroup_size(1) fn main(@builtin(workgroup_id) id: vec3<u32>) {
+  io[id.x] = w;
+  w = 100u + id.x;
+}`;
+  const pipeline = device.createComputePipeline({
+    layout: 'auto', compute: { module: device.createShaderModule({ code }), entryPoint: 'main' } });
+  const io = device.createBuffer({ size: 256, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+  const read = device.createBuffer({ size: 256, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const encoder = device.createCommandEncoder();
+  const pass = encoder.beginComputePass();
+  pass.setPipeline(pipeline);
+  pass.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0),
+                                                entries: [{ binding: 0, resource: { buffer: io } }] }));
+  pass.dispatchWorkgroups(64);
+  pass.end();
+  encoder.copyBufferToBuffer(io, 0, read, 0, 256);
+  device.queue.submit([encoder.finish()]);
+  await read.mapAsync(GPUMapMode.READ);
+  const values = [...new Uint32Array(read.getMappedRange())];
+  read.unmap();
+  return values;
+}
+
+test('workgroup memory starts zeroed by default and not with validation: false', async () => {
+  const on = await makeDevice(dawnToggles());
+  assert.deepEqual(await unwrittenReads(on), new Array(64).fill(0));
+  on.destroy();
+  const off = await makeDevice(dawnToggles({ validation: false }));
+  const reads = await unwrittenReads(off);
+  assert.ok(reads.some((v) => v >= 100 && v < 164), `reads ${reads.join(' ')}`);
   off.destroy();
 });
 
