@@ -9,6 +9,7 @@
 //! variant NORMED: bool  the query rms-normed with W1 and rotated (RoPE at its row's position, P.freqs, P.eps) as it is loaded
 var<workgroup> qs: array<vec4<f32>, 128>;
 var<workgroup> sc: array<f32, 64>;
+var<workgroup> ew: array<f32, 64>;            // the tile's weights e^(s - m), m its group's max
 var<workgroup> red: array<f32, 1040>;         // the scores' partial sums, 16 lanes x 64 positions (rows of 65)
 var<workgroup> gmax: array<f32, 4>;           // the groups' running max
 var<workgroup> gsum: array<f32, 4>;           // and sum
@@ -93,22 +94,29 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     let corr = exp(m - tm);
     acc0 *= corr; acc1 *= corr; l *= corr;
     m = tm;
+    // Each position's weight, once: lane j < 16 of group g takes position g + 4j (0 past the
+    // tile's end).
+    if (gl < 16u) {
+      let c = i32(group) + 4 * i32(gl);
+      ew[c] = select(0.0, exp(sc[c] - m), c < cnt);
+    }
     // Values: the group's 16 positions in batches whose words are all loaded (unconditionally, as
     // the keys) before any is used: 16 positions of one word each, or 8 of two for head dims over
-    // 256. Weights past the tile's end are 0.
+    // 256.
     let g0 = min(gl, d4 - 1u); let g1 = min(gl + 64u, d4 - 1u);
     if (d4 <= 64u) {
       var vx: array<vec4<f32>, 16>;
       for (var j = 0; j < 16; j++) {
         vx[j] = A[kv_at_tile(p0, slot0, min(i32(group) + 4 * j, cnt - 1), kv, P.v_cache, P.v_new) / 4u + g0];
       }
+      workgroupBarrier();  // the weights are written
       for (var j = 0; j < 16; j++) {
-        let c = i32(group) + 4 * j;
-        let e = select(0.0, exp(sc[c] - m), c < cnt);
+        let e = ew[i32(group) + 4 * j];
         l += e;
         acc0 += e * vx[j];
       }
     } else {
+      workgroupBarrier();  // the weights are written
       for (var j0 = 0; j0 < 16; j0 += 8) {
         var va: array<vec4<f32>, 8>; var vb: array<vec4<f32>, 8>;
         for (var j = 0; j < 8; j++) {
@@ -116,8 +124,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
           va[j] = A[at + g0]; vb[j] = A[at + g1];
         }
         for (var j = 0; j < 8; j++) {
-          let c = i32(group) + 4 * (j0 + j);
-          let e = select(0.0, exp(sc[c] - m), c < cnt);
+          let e = ew[i32(group) + 4 * (j0 + j)];
           l += e;
           acc0 += e * va[j]; acc1 += e * vb[j];
         }
