@@ -32,7 +32,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (var i = lid.x; i < d4; i += 256u) { ss += dot(qs[i], qs[i]); }
     red[lid.x] = ss;
     workgroupBarrier();
-    for (var k = 128u; k > 0u; k >>= 1u) {
+    // A tree over the first d4 sums (the rest are 0), from the largest power of two below d4.
+    for (var k = select(0u, 1u << firstLeadingBit(d4 - 1u), d4 > 1u); k > 0u; k >>= 1u) {
       if (lid.x < k) { red[lid.x] += red[lid.x + k]; }
       workgroupBarrier();
     }
