@@ -131,7 +131,8 @@ async function wasmModule(source) {
 }
 
 // validation false (the factory allows it only where makesDawnDevice()): Dawn skips validating the
-// runtime's GPU calls (web/dawn_toggles.mjs).
+// runtime's GPU calls, the kernels' bounds checks and the zeroing of their workgroup memory
+// (web/dawn_toggles.mjs).
 async function requestGpu(profile, validation = true) {
   let gpu = globalThis.navigator?.gpu;
   if (makesDawnDevice()) {

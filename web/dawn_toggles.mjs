@@ -5,8 +5,8 @@
 // compiles its kernels without the bounds checks WebGPU adds to every array index
 // (`disable_robustness`) and without zeroing their workgroup memory as they start
 // (`disable_workgroup_init`), for less GPU time (docs/PERFORMANCE.md). A bad call or an index out
-// of bounds is then undefined instead of an error or a clamped access; no kernel reads workgroup
-// memory it has not written (the op tests run every kernel so).
+// of bounds is then undefined instead of an error or a clamped access; no kernel's result depends
+// on workgroup memory it has not written (the op tests run every kernel so).
 export function dawnToggles({ validation = true } = {}) {
   const toggles = ['disable-dawn-features=timestamp_quantization'];
   if (!validation) toggles.push('enable-dawn-features=skip_validation,disable_robustness,disable_workgroup_init');

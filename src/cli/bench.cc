@@ -472,7 +472,7 @@ int RunBench(const std::vector<std::string>& argv) {
   if (!warm.ok()) return Fail(warm.status());
   // Then the whole request once untimed: a GPU left idle while the kernels compiled runs at a
   // low clock until it has been busy a while, and the timed run should see the clock a steady
-  // workload gets.
+  // workload gets (on the CPU backend it is only one more run).
   warm = engine.Generate(request);
   if (!warm.ok()) return Fail(warm.status());
   auto r = engine.Generate(request);

@@ -27,7 +27,8 @@ const char kUsage[] =
     "  export   --model DIR [--assistant DIR] --quant q8|q4|bf16 -o OUT   (artifacts; native build only)\n"
     "  accuracy --model DIR [--quant q8,q4] [--prompts N] [--steps N] [--seed S] [--json]   (quantized vs source)\n"
     "  In Node (bin/gemma4.mjs), generate and bench also take --gpu-validation on|off (off: Dawn skips\n"
-    "  validating the runtime's GPU calls, for less host time per dispatch; on by default) and, with\n"
+    "  validating the runtime's GPU calls, bounds-checking the kernels' array indices and zeroing their\n"
+    "  workgroup memory, for less time per dispatch; on by default) and, with\n"
     "  --backend webgpu, --gpu-fill N (the workgroups that fill the device; measured when not given).\n";
 
 }  // namespace

@@ -1,8 +1,10 @@
 // The toggles of the devices made in Node (web/dawn_toggles.mjs) take effect in Dawn: timestamps
 // come as the GPU wrote them, not rounded to 65.5 us steps; with validation on (the default) an
-// invalid call raises an error, an index past an array's end is clamped to the array and workgroup
-// memory starts zeroed, and with validation off none of these happens. On a CPU driver, a wait on the device
-// checks Dawn's events about once a millisecond instead of spinning (yieldWhileWaiting).
+// invalid call raises an error, an index past an array's end is clamped to the array and
+// workgroup memory starts zeroed, and with validation off none of these happens (what is read
+// instead is lavapipe's, the CPU driver the tests run on: the next array, or what an earlier
+// workgroup on the same thread left). On a CPU driver, a wait on the device checks Dawn's events
+// about once a millisecond instead of spinning (yieldWhileWaiting).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { create, globals } from 'webgpu';

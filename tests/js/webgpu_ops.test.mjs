@@ -47,7 +47,7 @@ async function run(features, args, toggles = []) {
 function check(out, what) {
   const cases = out.trim().split('\n').filter((l) => l.startsWith('{"op"')).map((l) => JSON.parse(l));
   assert.ok(cases.length >= 20, `${what}: expected every case, got ${cases.length}:\n${out}`);
-  for (const c of cases) assert.ok(c.ok, `${what}: ${c.op}: NMSE ${c.nmse} above ${c.bound}`);
+  for (const c of cases) assert.ok(c.ok, `${what}: ${c.op}: ${c.detail ?? `NMSE ${c.nmse} above ${c.bound}`}`);
   assert.match(out, /"failures": 0/, what);
   const { features } = JSON.parse(out.split('\n').find((l) => l.startsWith('{"features"')));
   return { features, ops: cases.map((c) => c.op) };

@@ -25,6 +25,8 @@ std::vector<std::string> Split(const std::string& s, char sep) {
   return parts;
 }
 
+}  // namespace
+
 bool Selected(const std::string& name) {
   if (!only.empty() && name.find(only) == std::string::npos) return false;
   for (const std::string& s : skipped) {
@@ -40,6 +42,8 @@ bool Selected(const std::string& name) {
   }
   return !typed && !typed_only;
 }
+
+namespace {
 
 void Check(const std::string& name, const std::vector<float>& got, const std::vector<float>& want, double bound) {
   double num = 0, den = 0;
@@ -132,6 +136,18 @@ void Case(const std::string& name, Backend& gpu, Backend& cpu, double bound,
   rng = state;
   const auto want = body(c);
   Check(name, got, want, bound);
+}
+
+void Expect(const std::string& name, bool ok, const std::string& detail) {
+  if (!ok) ++failures;
+  std::string quoted;  // detail as a JSON string
+  for (char c : detail) {
+    if (c == '"' || c == '\\') quoted += '\\';
+    quoted += static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
+  }
+  std::printf("{\"op\": \"%s\", \"ok\": %s, \"detail\": \"%s\"}\n", name.c_str(), ok ? "true" : "false",
+              ok ? "" : quoted.c_str());
+  std::fflush(stdout);
 }
 
 int Failures() { return failures; }

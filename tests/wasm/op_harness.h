@@ -43,6 +43,11 @@ void Case(const std::string& name, Backend& gpu, Backend& cpu, double bound,
           const std::function<std::vector<float>(Side&)>& body);
 int Failures();
 
+// A case that runs on the WebGPU backend alone and checks a property (`ok`); counts a failure
+// and prints `detail` when it does not hold. Returns whether the case is selected.
+bool Selected(const std::string& name);
+void Expect(const std::string& name, bool ok, const std::string& detail);
+
 // Appends b to a: the values a case returns, several tensors one after another.
 void Append(std::vector<float>& a, const std::vector<float>& b);
 
@@ -52,5 +57,7 @@ void RunProducts(Backend& gpu, Backend& cpu);
 void RunSplitProducts(Backend& split, Backend& cpu);
 void RunAttention(Backend& gpu, Backend& cpu);
 void RunOther(Backend& gpu, Backend& cpu);
+// Calls the WebGPU backend must refuse; each leaves the backend failed, so it takes one of its own.
+void RunAttentionRefusal(Backend& gpu);
 
 }  // namespace g4::ops

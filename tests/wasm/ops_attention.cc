@@ -77,4 +77,22 @@ void RunAttention(Backend& gpu, Backend& cpu) {
   }
 }
 
+// More positions said cached than the ring holds: refused with an error that says so (the
+// kernels find a cached position's ring slot relying on cached <= capacity), not read past it.
+void RunAttentionRefusal(Backend& gpu) {
+  const std::string name = "attention_refuses_more_cached_than_its_ring";
+  if (!Selected(name)) return;
+  const int heads = 2, kvh = 1, d = 64, cap = 32;
+  Side s{&gpu, {}, {}};
+  F32 q = s.Floats(Random(heads * d)), kn = s.Floats(Random(kvh * d)), vn = s.Floats(Random(kvh * d));
+  F32 kc = s.Floats(Random(cap * kvh * d)), vc = s.Floats(Random(cap * kvh * d));
+  F32 out = s.Floats(std::vector<float>(heads * d));
+  AttentionShape sh{1, heads, kvh, d, 0, 100, cap + 1, cap, false};
+  gpu.Attention(out, q, kn, vn, kc, vc, sh);
+  std::vector<float> got(heads * d);
+  const Status st = gpu.Download(*out.buffer, out.offset * 4, got.data(), got.size() * 4);
+  Expect(name, st.code() == StatusCode::kInvalidArgument && st.message().find("ring of 32") != std::string::npos,
+         st.ok() ? std::string("no error") : st.message());
+}
+
 }  // namespace g4::ops

@@ -1,6 +1,6 @@
 // Every backend op on the WebGPU backend against the CPU reference, both inside the WebAssembly
-// module: random inputs of odd sizes, NMSE per op against a per-op bound. Prints one JSON line a
-// case and exits non-zero when any case fails. Arguments select cases (op_harness.h). Run by
+// module: random inputs of odd sizes, NMSE per op against a per-op bound; and calls the WebGPU
+// backend must refuse. Prints one JSON line a case and exits non-zero when any case fails. Arguments select cases (op_harness.h). Run by
 // tests/js/webgpu_ops.test.mjs.
 #include <cstdio>
 
@@ -20,10 +20,15 @@ extern "C" __attribute__((export_name("g4_main"))) int g4_main(int argc, char** 
     g4::ops::RunAttention(**gpu, *cpu);
     g4::ops::RunOther(**gpu, *cpu);
   }
-  // Weight bindings of 1 KiB: weights split over three.
-  auto split = g4::MakeWebGpuBackend(16ull << 20, 1024, kFill);
-  if (!split.ok()) return std::fprintf(stderr, "%s\n", split.status().message().c_str()), 1;
-  g4::ops::RunSplitProducts(**split, *cpu);
+  {
+    // Weight bindings of 1 KiB: weights split over three.
+    auto split = g4::MakeWebGpuBackend(16ull << 20, 1024, kFill);
+    if (!split.ok()) return std::fprintf(stderr, "%s\n", split.status().message().c_str()), 1;
+    g4::ops::RunSplitProducts(**split, *cpu);
+  }
+  auto refusing = g4::MakeWebGpuBackend(16ull << 20, 0, kFill);
+  if (!refusing.ok()) return std::fprintf(stderr, "%s\n", refusing.status().message().c_str()), 1;
+  g4::ops::RunAttentionRefusal(**refusing);
   std::printf("{\"failures\": %d}\n", g4::ops::Failures());
   return g4::ops::Failures() ? 1 : 0;
 }

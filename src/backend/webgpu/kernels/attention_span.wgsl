@@ -31,8 +31,9 @@ fn kv_at(p: i32, kv: u32, cache: u32, fresh: u32) -> u32 {
 }
 
 // kv_at for position p0 + c of a tile that starts at p0 >= 0 (c >= 0), slot0 = kv_tile_slot(p0):
-// the tile's ring slot found once (a division), each position's by an add and a compare. The
-// cached positions a query sees are at most `capacity` consecutive ones, so slot0 + c < 2 capacity.
+// the tile's ring slot found once (a division), each position's by an add and a compare. A tile
+// starts at or after start - cached, and cached <= capacity (Attend refuses more), so a cached
+// position has c < capacity and slot0 + c < 2 capacity.
 fn kv_tile_slot(p0: i32) -> u32 { return u32(p0) % P.capacity; }
 fn kv_at_tile(p0: i32, slot0: u32, c: i32, kv: u32, cache: u32, fresh: u32) -> u32 {
   let d = P.head_dim; let kv_row = P.kv_heads * d; let p = p0 + c; let start = i32(P.start);
