@@ -17,8 +17,9 @@
 // (default 1800). Build dist/ first (scripts/build-web.sh). In Node, --wasm runs the bench once for each
 // module given (another build of the mtp runtime, to compare builds in one run) instead of
 // dist's, and --gpu-validation off has Dawn skip validating the runtime's calls, the kernels'
-// bounds checks and the zeroing of their workgroup memory (the browser always does all three). --submit-dispatches runs each side once per value of the runtime's
-// submitDispatches (docs/API.md): 4096 puts all of a step's dispatches in one compute pass.
+// bounds checks and the zeroing of their workgroup memory (the browser always does all three).
+// --submit-dispatches runs each side once per value of the runtime's submitDispatches
+// (docs/API.md): 4096 puts all of a step's dispatches in one compute pass.
 import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';

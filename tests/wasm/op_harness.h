@@ -43,9 +43,10 @@ void Case(const std::string& name, Backend& gpu, Backend& cpu, double bound,
           const std::function<std::vector<float>(Side&)>& body);
 int Failures();
 
-// A case that runs on the WebGPU backend alone and checks a property (`ok`); counts a failure
-// and prints `detail` when it does not hold. Returns whether the case is selected.
+// Whether the arguments select the case `name`.
 bool Selected(const std::string& name);
+// The end of a case that runs on the WebGPU backend alone and checks a property: prints its line
+// (with `detail` when `ok` is false) and counts a failure when the property does not hold.
 void Expect(const std::string& name, bool ok, const std::string& detail);
 
 // Appends b to a: the values a case returns, several tensors one after another.
