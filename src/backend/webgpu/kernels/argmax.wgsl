@@ -2,6 +2,7 @@
 // two passes: pass 1 leaves the best (value, index) of each of `chunks` slices of a row in
 // `parts`, pass 2 picks among them. A row holding a value that is not finite gets id -1 (the
 // host reads that instead of a token); pass 1 marks such a slice with index bits BAD.
+//! uses finite_flag
 struct Params {
   ids: u32,     // (rows)
   x: u32,       // (rows, cols)
@@ -14,7 +15,6 @@ struct Params {
 const BAD = 0xfffffffeu;
 var<workgroup> best_v: array<f32, 256>;
 var<workgroup> best_i: array<u32, 256>;
-var<workgroup> bad: atomic<u32>;  // a value that is not finite seen
 
 fn better(v: f32, i: u32, bv: f32, bi: u32) -> bool {
   return i != 0xffffffffu && (bi == 0xffffffffu || v > bv || (v == bv && i < bi));
@@ -23,10 +23,7 @@ fn better(v: f32, i: u32, bv: f32, bi: u32) -> bool {
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
-  // The flag starts at zero in this workgroup: workgroup memory is not assumed zeroed (Dawn's
-  // disable_workgroup_init skips zeroing it).
-  if (lid.x == 0u) { atomicStore(&bad, 0u); }
-  workgroupBarrier();
+  clear_bad(lid.x);
   let g = wid(wg, n);
   let rows = P.rows; let cols = P.cols; let phase = P.phase; let chunks = P.chunks; let parts = P.parts;
   var r = g; var lo = 0u; var hi = cols;

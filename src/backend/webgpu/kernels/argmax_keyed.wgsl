@@ -1,5 +1,6 @@
 // id = keys[j] for the j with the largest x[j], the lowest key among equals; -1 when an x is not
 // finite. One workgroup.
+//! uses finite_flag
 struct Params {
   id: u32,    // (1)
   x: u32,     // (cols)
@@ -8,13 +9,9 @@ struct Params {
 }
 var<workgroup> bv: array<f32, 256>;
 var<workgroup> bk: array<f32, 256>;
-var<workgroup> bad: atomic<u32>;  // a value that is not finite seen
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>) {
-  // The flag starts at zero in this workgroup: workgroup memory is not assumed zeroed (Dawn's
-  // disable_workgroup_init skips zeroing it).
-  if (lid.x == 0u) { atomicStore(&bad, 0u); }
-  workgroupBarrier();
+  clear_bad(lid.x);
   let cols = P.cols;
   var v = -3.4e38; var key = 3.4e38; var any = false;
   for (var c = lid.x; c < cols; c += 256u) {

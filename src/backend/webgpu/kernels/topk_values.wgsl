@@ -5,6 +5,7 @@
 // registers and gives up the one the workgroup takes. When an x is not finite every column
 // written is -1 (the host reads that instead of tokens); pass 1 marks such a slice's first pair
 // with column bits BAD.
+//! uses finite_flag
 struct Params {
   dst: u32,     // (2k)
   x: u32,       // (cols)
@@ -19,7 +20,6 @@ const BAD = 0xfffffffeu;
 const HELD = 64u;  // candidates a thread: a slice of up to 16384 columns, or blocks * k <= 16384
 var<workgroup> best_v: array<f32, 256>;
 var<workgroup> best_i: array<u32, 256>;
-var<workgroup> bad: atomic<u32>;  // a value that is not finite seen
 
 fn before(v: f32, i: u32, bv: f32, bi: u32) -> bool {
   return i != NONE && (bi == NONE || v > bv || (v == bv && i < bi));
@@ -27,10 +27,7 @@ fn before(v: f32, i: u32, bv: f32, bi: u32) -> bool {
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-  // The flag starts at zero in this workgroup: workgroup memory is not assumed zeroed (Dawn's
-  // disable_workgroup_init skips zeroing it).
-  if (lid.x == 0u) { atomicStore(&bad, 0u); }
-  workgroupBarrier();
+  clear_bad(lid.x);
   let cols = P.cols; let k = P.k; let blocks = P.blocks; let parts = P.parts;
   var cv: array<f32, HELD>;
   var ci: array<u32, HELD>;
