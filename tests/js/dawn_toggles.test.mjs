@@ -39,6 +39,30 @@ test('validation is on by default and off with validation: false', async () => {
   off.destroy();
 });
 
+// The words of `io` after one dispatch of `workgroups` workgroups of a kernel whose only binding is
+// io, a storage buffer starting as `words`.
+async function runOnWords(device, code, words, workgroups) {
+  const pipeline = device.createComputePipeline({
+    layout: 'auto', compute: { module: device.createShaderModule({ code }), entryPoint: 'main' } });
+  const io = device.createBuffer({ size: words.byteLength,
+                                   usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+  device.queue.writeBuffer(io, 0, words);
+  const read = device.createBuffer({ size: words.byteLength, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const encoder = device.createCommandEncoder();
+  const pass = encoder.beginComputePass();
+  pass.setPipeline(pipeline);
+  pass.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0),
+                                                entries: [{ binding: 0, resource: { buffer: io } }] }));
+  pass.dispatchWorkgroups(workgroups);
+  pass.end();
+  encoder.copyBufferToBuffer(io, 0, read, 0, words.byteLength);
+  device.queue.submit([encoder.finish()]);
+  await read.mapAsync(GPUMapMode.READ);
+  const values = [...new Uint32Array(read.getMappedRange())];
+  read.unmap();
+  return values;
+}
+
 // What a kernel reads at index 5 of a 4-word workgroup array: WebGPU's bounds checks clamp it to
 // the last word (13); without them the read lands past the array (on lavapipe in the next one).
 async function readPastTheEnd(device) {
@@ -50,24 +74,7 @@ var<workgroup> z: array<u32, 4>;
   workgroupBarrier();
   io[0] = w[io[1]];
 }`;
-  const pipeline = device.createComputePipeline({
-    layout: 'auto', compute: { module: device.createShaderModule({ code }), entryPoint: 'main' } });
-  const io = device.createBuffer({ size: 8, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
-  device.queue.writeBuffer(io, 0, new Uint32Array([0, 5]));
-  const read = device.createBuffer({ size: 8, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  const encoder = device.createCommandEncoder();
-  const pass = encoder.beginComputePass();
-  pass.setPipeline(pipeline);
-  pass.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0),
-                                                entries: [{ binding: 0, resource: { buffer: io } }] }));
-  pass.dispatchWorkgroups(1);
-  pass.end();
-  encoder.copyBufferToBuffer(io, 0, read, 0, 8);
-  device.queue.submit([encoder.finish()]);
-  await read.mapAsync(GPUMapMode.READ);
-  const value = new Uint32Array(read.getMappedRange())[0];
-  read.unmap();
-  return value;
+  return (await runOnWords(device, code, new Uint32Array([0, 5]), 1))[0];
 }
 
 test('indices are clamped by default and not with validation: false', async () => {
@@ -88,23 +95,7 @@ var<workgroup> w: u32;
   io[id.x] = w;
   w = 100u + id.x;
 }`;
-  const pipeline = device.createComputePipeline({
-    layout: 'auto', compute: { module: device.createShaderModule({ code }), entryPoint: 'main' } });
-  const io = device.createBuffer({ size: 256, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
-  const read = device.createBuffer({ size: 256, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  const encoder = device.createCommandEncoder();
-  const pass = encoder.beginComputePass();
-  pass.setPipeline(pipeline);
-  pass.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0),
-                                                entries: [{ binding: 0, resource: { buffer: io } }] }));
-  pass.dispatchWorkgroups(64);
-  pass.end();
-  encoder.copyBufferToBuffer(io, 0, read, 0, 256);
-  device.queue.submit([encoder.finish()]);
-  await read.mapAsync(GPUMapMode.READ);
-  const values = [...new Uint32Array(read.getMappedRange())];
-  read.unmap();
-  return values;
+  return runOnWords(device, code, new Uint32Array(64), 64);
 }
 
 test('workgroup memory starts zeroed by default and not with validation: false', async () => {
