@@ -464,16 +464,11 @@ int RunBench(const std::vector<std::string>& argv) {
   request.speculative = false;
   request.stop_ids = {-1};  // run the whole budget
   request.decode_ahead = static_cast<int>(*ahead);
-  // A first run of the same shapes compiles every kernel (WebGPU) before anything is timed.
-  EngineRequest warm_request = request;
-  warm_request.max_tokens = 2;
-  warm_request.decode_ahead = -1;
-  auto warm = engine.Generate(warm_request);
-  if (!warm.ok()) return Fail(warm.status());
-  // Then the whole request once untimed: a GPU left idle while the kernels compiled runs at a
-  // low clock until it has been busy a while, and the timed run should see the clock a steady
-  // workload gets (on the CPU backend it is only one more run).
-  warm = engine.Generate(request);
+  // The whole request once untimed: it compiles every kernel (WebGPU) before anything is timed,
+  // and then keeps the GPU busy, since a GPU left idle while the kernels compiled runs at a low
+  // clock until it has been busy a while; the timed run should see the clock a steady workload
+  // gets (on the CPU backend it is only one more run).
+  auto warm = engine.Generate(request);
   if (!warm.ok()) return Fail(warm.status());
   auto r = engine.Generate(request);
   if (!r.ok()) return Fail(r.status());
