@@ -55,14 +55,17 @@ fn wplace(b: u32, e: u32) -> vec2<u32> {
 fn q_sb_words(t: u32) -> u32 { return select(9u, 17u, t == DT_Q8); }
 fn q_per_word(t: u32) -> u32 { return select(8u, 4u, t == DT_Q8); }
 // Values 4j .. 4j + 3 of a word of q8 (j 0) or q4 (j 0, 1) values, without integer-to-float
-// conversions: each value is put in the low mantissa bits of 2^23 and the bias taken off (q4:
-// value - 8; q8: the signed byte, offset by 128 first).
+// conversions: each value is made the low mantissa bits of a power of two and the bias taken off
+// (q4: value - 8; q8: the signed byte, offset by 128 first). A q4 nibble k of a half word is
+// masked where it lies (bits 4k .. 4k + 3) and read as the mantissa of 2^(23 - 4k), whose
+// lowest bit there is worth 1: no shift a value, one a half word.
 fn q_unpack(t: u32, v: u32, j: u32) -> vec4<f32> {
-  let vv = vec4<u32>(v);
   if (t == DT_Q4) {
-    let sh = vec4<u32>(0u, 4u, 8u, 12u) + vec4<u32>(16u * j);
-    return bitcast<vec4<f32>>(((vv >> sh) & vec4<u32>(15u)) | vec4<u32>(0x4B000000u)) - vec4<f32>(8388616.0);
+    let hv = vec4<u32>(v >> (16u * j));
+    let bits = (hv & vec4<u32>(0xfu, 0xf0u, 0xf00u, 0xf000u)) | vec4<u32>(0x4B000000u, 0x49000000u, 0x47000000u, 0x45000000u);
+    return bitcast<vec4<f32>>(bits) - vec4<f32>(8388616.0, 524296.0, 32776.0, 2056.0);
   }
+  let vv = vec4<u32>(v);
   let b = ((vv >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(255u)) ^ vec4<u32>(128u);
   return bitcast<vec4<f32>>(b | vec4<u32>(0x4B000000u)) - vec4<f32>(8388736.0);
 }
@@ -126,7 +129,7 @@ fn oct_of(t: u32, w: OctWords, e: u32) -> Oct {
     o.lo = vec4<f32>(pair16(t, w.a.x), pair16(t, w.a.y));
     o.hi = vec4<f32>(pair16(t, w.a.z), pair16(t, w.a.w));
   } else {
-    o.scale = unpack2x16float(w.a.x)[(e >> 5u) & 1u];
+    o.scale = unpack2x16float(w.a.x >> (((e >> 1u) & 16u))).x;  // the group's half of the scale word
     if (t == DT_Q8) {
       o.lo = q_unpack(t, w.a.y, 0u);
       o.hi = q_unpack(t, w.a.z, 0u);
