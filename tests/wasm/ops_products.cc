@@ -131,7 +131,7 @@ void RunProducts(Backend& gpu, Backend& cpu) {
   // A few rows over very many features (verification's LM head): two features a team, an odd
   // count among them; plain, normed and through gelu.
   for (auto [dt, rows, outs, ins] : {std::tuple{DType::kBF16, 3, 65537, 40}, {DType::kF16, 2, 65536, 64},
-                                     {DType::kBF16, 8, 65539, 16}}) {
+                                     {DType::kBF16, 8, 65539, 16}, {DType::kQ4, 3, 65537, 128}}) {
     MatMul(gpu, cpu, "matmul_many_features_", dt, rows, outs, ins);
   }
   Case("norm_matmul_many_features_" + Shape(DType::kBF16, 3, 65537, 40), gpu, cpu, 1e-10, [&](Side& s) {

@@ -88,8 +88,10 @@ void WebGpuBackend::MatVec(F32 out, F32 in, const Weight& w, const Weight* norm,
     p.mul = At(gelu_mul);
     p.mul_stride = mul_stride;
   }
-  // Several rows over very many 16-bit features (verification's LM head): two features a team.
-  v.feats = vec && rows > 1 && !fused && Is16Bit(w.dtype) && w.rows >= tuning_.rows_features ? 2 : 1;
+  // Several rows over very many 16-bit or q4 features (verification's LM head): two features a
+  // team, each input word read once for both.
+  const bool paired = Is16Bit(w.dtype) || w.dtype == DType::kQ4;
+  v.feats = vec && rows > 1 && !fused && paired && w.rows >= tuning_.rows_features ? 2 : 1;
   const TeamSplit t = vec ? TeamsPerFeature(tuning_, (w.rows + v.feats - 1) / v.feats, w.cols)
                           : TeamSplit{static_cast<uint64_t>(w.rows + 7) / 8, 1};
   v.teams = t.teams;

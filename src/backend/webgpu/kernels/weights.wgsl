@@ -129,7 +129,7 @@ fn oct_of(t: u32, w: OctWords, e: u32) -> Oct {
     o.lo = vec4<f32>(pair16(t, w.a.x), pair16(t, w.a.y));
     o.hi = vec4<f32>(pair16(t, w.a.z), pair16(t, w.a.w));
   } else {
-    o.scale = unpack2x16float(w.a.x >> (((e >> 1u) & 16u))).x;  // the group's half of the scale word
+    o.scale = unpack2x16float(w.a.x >> ((e >> 1u) & 16u)).x;  // the group's half of the scale word
     if (t == DT_Q8) {
       o.lo = q_unpack(t, w.a.y, 0u);
       o.hi = q_unpack(t, w.a.z, 0u);
