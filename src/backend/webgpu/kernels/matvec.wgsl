@@ -45,11 +45,11 @@ struct Params {
 }
 const MT = W1_DTYPE;                           // the matrices' type
 const STREAMS = select(FEATS, 2u, GATE_UP);    // products a team sums for each row
-// Octs a stream loads before it uses any (element reads: one): 16-bit weights two a stream (two
-// features a team: four a lane), the gate and up product's one; other types about four 16-byte
-// loads a lane. More in flight hold more registers a lane, which costs the 16-bit products more
-// than the loads' overlap buys.
-const UNROLL16 = select(2u, 1u, GATE_UP);
+// Octs a stream loads before it uses any (element reads: one): 16-bit weights two a stream for one
+// row, one for several rows and for the gate and up product; other types about four 16-byte
+// loads a lane. More in flight hold more registers a lane, which costs the 16-bit products (and
+// each row's sums) more than the loads' overlap buys.
+const UNROLL16 = select(2u, 1u, GATE_UP || ROWS > 1u);
 const UNROLL = select(1u, select(max(1u, select(4u, 2u, MT == DT_F32 || MT == DT_Q8) / STREAMS), UNROLL16,
                                  MT == DT_BF16 || MT == DT_F16), VEC);
 
