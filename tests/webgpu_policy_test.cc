@@ -113,5 +113,24 @@ TEST(DispatchPolicy, TiledProductsCoverEveryColumnOnce) {
   }
 }
 
+// A stage of matmul.wgsl's workgroup memory is 16 KiB for the 64 x 64 and 128 x 128 tiles and
+// 12 KiB for 128 x 64 and 64 x 32: two stages only where the device has room for both.
+TEST(DispatchPolicy, TiledProductsTakeTwoStagesOnlyWhereTheyFit) {
+  std::mt19937 rng(11);
+  for (int i = 0; i < 2000; ++i) {
+    Tuning t;
+    t.fill = 1 + rng() % 600;
+    const uint64_t rows = 9 + rng() % 2000, outs = 1 + rng() % 20000, cols = 1 + rng() % 20000;
+    const bool vec = rng() % 2, splittable = rng() % 2;
+    t.workgroup_bytes = 16384;  // the WebGPU default: one stage always
+    EXPECT_FALSE(MatmulTiles(t, rows, outs, cols, vec, splittable).two);
+    t.workgroup_bytes = 32768;
+    EXPECT_TRUE(MatmulTiles(t, rows, outs, cols, vec, splittable).two);
+    t.workgroup_bytes = 24576;
+    const MatmulShape s = MatmulTiles(t, rows, outs, cols, vec, splittable);
+    EXPECT_EQ(s.two, s.tile == 1 || s.tile == 3) << "tile " << s.tile;
+  }
+}
+
 }  // namespace
 }  // namespace g4::webgpu

@@ -10,6 +10,13 @@ constexpr uint64_t kTiles[4][2] = {{64, 64}, {128, 64}, {128, 128}, {64, 32}};
 constexpr uint32_t kBySize[4] = {3, 0, 1, 2};
 constexpr uint64_t kSplitColumns = 1024;  // columns a part of a split product takes at least
 
+// Bytes of one stage of a tile's workgroup memory: BM inputs and BN weights, each KQ vec4s (KQ
+// is 8 for tiles of at most 128 rows and outputs together, else 4).
+uint64_t StageBytes(uint32_t tile) {
+  const uint64_t sides = kTiles[tile][0] + kTiles[tile][1];
+  return sides * (sides <= 128 ? 8 : 4) * 16;
+}
+
 uint64_t TileCount(uint32_t tile, uint64_t rows, uint64_t outs) {
   return (rows + kTiles[tile][0] - 1) / kTiles[tile][0] * ((outs + kTiles[tile][1] - 1) / kTiles[tile][1]);
 }
@@ -43,7 +50,8 @@ uint64_t AttentionSplits(const Tuning& t, uint64_t pairs, uint64_t positions, ui
 }
 
 MatmulShape MatmulTiles(const Tuning& t, uint64_t rows, uint64_t outs, uint64_t cols, bool vec, bool splittable) {
-  if (!vec) return {0, TileCount(0, rows, outs), 1, cols};
+  auto two = [&](uint32_t tile) { return 2 * StageBytes(tile) <= t.workgroup_bytes; };
+  if (!vec) return {0, TileCount(0, rows, outs), 1, cols, two(0)};
   // Long rows that leave too few of the largest tiles split their columns into as many parts as
   // still fit in t.fill workgroups, of at least kSplitColumns columns each.
   const uint32_t big = kBySize[3];
@@ -51,12 +59,12 @@ MatmulShape MatmulTiles(const Tuning& t, uint64_t rows, uint64_t outs, uint64_t 
   if (parts > 1) {
     const uint64_t kc = ((cols + parts - 1) / parts + 31) / 32 * 32;  // whole stages of columns
     parts = (cols + kc - 1) / kc;
-    if (parts > 1) return {big, TileCount(big, rows, outs) * parts, parts, kc};
+    if (parts > 1) return {big, TileCount(big, rows, outs) * parts, parts, kc, two(big)};
   }
   // Else the largest tile that still gives the device t.fill workgroups.
   int pick = 3;
   while (pick > 0 && TileCount(kBySize[pick], rows, outs) < t.fill) --pick;
-  return {kBySize[pick], TileCount(kBySize[pick], rows, outs), 1, cols};
+  return {kBySize[pick], TileCount(kBySize[pick], rows, outs), 1, cols, two(kBySize[pick])};
 }
 
 }  // namespace g4::webgpu

@@ -24,6 +24,8 @@ struct Tuning {
   // Bytes of workgroup memory a matrix-vector kernel may stage its rows' input in: the device's
   // maxComputeWorkgroupStorageSize less what the kernel's own reductions take.
   uint64_t stage_bytes = 0;
+  // The device's maxComputeWorkgroupStorageSize (the WebGPU default until measured).
+  uint64_t workgroup_bytes = 16384;
 };
 
 // The rows a matrix-vector kernel is compiled for: 1 to 4 exactly, 5 to 8 share the 8-row kernel.
@@ -65,6 +67,7 @@ struct MatmulShape {
   uint64_t groups;  // workgroups
   uint64_t parts;   // column parts (1: not split), each kc columns
   uint64_t kc;
+  bool two;         // matmul.wgsl's TWO: two stages of workgroup memory fit the device's
 };
 // vec: the kernel reads 16 bytes at a time (VEC); split columns need it, output rows of whole
 // vec4s, and scratch for the parts.

@@ -55,6 +55,7 @@ Status WebGpuBackend::Init(uint64_t fill) {
   tuning_.fill = fill;
   tuning_.teams = 16 * fill;  // two workgroups of eight teams for each workgroup that fills
   const double storage = g4_gpu_workgroup_storage_size();
+  tuning_.workgroup_bytes = static_cast<uint64_t>(storage);
   tuning_.stage_bytes = storage > static_cast<double>(kMatVecOwnWorkgroupBytes)
                             ? static_cast<uint64_t>(storage) - kMatVecOwnWorkgroupBytes
                             : 0;

@@ -3,16 +3,20 @@
 // 1: 8 x 4, 2: 8 x 8, 3: 4 x 2): rows ty + 16 i, outputs tx + 16 j. Rows are the taller side:
 // the 16 lanes of a row group read the same staged inputs (one broadcast) but different staged
 // weights. Inputs (as vec4s) and weights (eight at a time, decoded to floats) are staged through
-// workgroup memory BK = 4 KQ columns at a time, row by row as KQ vec4s (at most 16 KiB in all,
+// workgroup memory BK = 4 KQ columns at a time, row by row as KQ vec4s (a stage at most 16 KiB,
 // the WebGPU default); each thread loads its share of the next BK columns while the workgroup
-// multiplies the staged ones. A row's vec4 q is stored at slot q ^ (a few bits of the row), so
-// the eight lanes of a 16-byte access reach eight different banks both when staging and reading.
-// Split columns (P.kc < ins): workgroup t makes its tile's products over columns
-// kc * part .. kc * (part + 1) - 1 only (part = t / tiles, kc a multiple of BK), written to the
-// part's own (rows, outs) slice from P.dst on; split_sum.wgsl adds the slices.
+// multiplies the staged ones. With TWO stages of workgroup memory the next columns are stored
+// into one while the other is still read (one barrier a stage); with one, the workgroup waits
+// for every thread's reads before storing (two barriers a stage). A row's vec4 q is stored at
+// slot q ^ (a few bits of the row), so the eight lanes of a 16-byte access reach eight
+// different banks both when staging and reading. Split columns (P.kc < ins): workgroup t makes
+// its tile's products over columns kc * part .. kc * (part + 1) - 1 only (part = t / tiles, kc a
+// multiple of BK), written to the part's own (rows, outs) slice from P.dst on; split_sum.wgsl
+// adds the slices.
 //! uses weights
 //! variant TILE: u32  the tile's shape, 0 to 3 (above)
 //! variant VEC: bool  rows of whole octs and input and output offsets of whole vec4s: 16-byte reads
+//! variant TWO: bool  two stages of workgroup memory (twice a stage's bytes)
 struct Params {
   dst: u32,   // (rows, outs), or with split columns (ins / kc parts, rows, outs)
   x: u32,     // (rows, ins)
@@ -29,8 +33,9 @@ const KQ = select(4u, 8u, BM + BN <= 128u);
 const BK = 4u * KQ;
 const LA = (BM * KQ + 255u) / 256u;       // vec4s of inputs a thread loads a BK columns
 const LW = (BN * KQ / 2u + 255u) / 256u;  // octs of weights
-var<workgroup> xs: array<vec4<f32>, BM * KQ>;  // BM rows of BK inputs
-var<workgroup> ws: array<vec4<f32>, BN * KQ>;  // BN outputs of BK weights
+const STAGES = select(1u, 2u, TWO);
+var<workgroup> xs: array<vec4<f32>, STAGES * BM * KQ>;  // BM rows of BK inputs a stage
+var<workgroup> ws: array<vec4<f32>, STAGES * BN * KQ>;  // BN outputs of BK weights a stage
 
 fn slot(row: u32, q: u32) -> u32 { return KQ * row + (q ^ select((row >> 1u) & 3u, row & 7u, KQ == 8u)); }
 
@@ -66,6 +71,23 @@ fn weights8(w: OctWords, e: u32) -> mat2x4<f32> {
   return mat2x4<f32>(o.lo * o.scale, o.hi * o.scale);
 }
 
+// Stores this thread's share of the columns from k0 on (va, vw) into stage h.
+fn store_stage(h: u32, lane: u32, o0: u32, k0: u32, va: array<vec4<f32>, LA>, vw: array<OctWords, LW>) {
+  for (var l = 0u; l < LA; l++) {
+    let e = lane + 256u * l;
+    if (e < BM * KQ) { xs[h * BM * KQ + slot(e / KQ, e % KQ)] = va[l]; }
+  }
+  for (var l = 0u; l < LW; l++) {
+    let e = lane + 256u * l;
+    if (e < BN * KQ / 2u) {
+      let m = e / (KQ / 2u); let q = 2u * (e % (KQ / 2u));
+      let w = weights8(vw[l], (o0 + m) * P.ins + k0 + 4u * q);
+      ws[h * BN * KQ + slot(m, q)] = w[0];
+      ws[h * BN * KQ + slot(m, q + 1u)] = w[1];
+    }
+  }
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(num_workgroups) n: vec3<u32>) {
@@ -84,31 +106,21 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   var k0 = part * kc;
   for (var l = 0u; l < LA; l++) { va[l] = load_in(lid.x + 256u * l, r0, k0); }
   for (var l = 0u; l < LW; l++) { vw[l] = load_w(lid.x + 256u * l, o0, k0); }
+  var h = 0u;  // the stage multiplied
+  store_stage(0u, lid.x, o0, k0, va, vw);
+  workgroupBarrier();
   loop {
-    for (var l = 0u; l < LA; l++) {
-      let e = lid.x + 256u * l;
-      if (e < BM * KQ) { xs[slot(e / KQ, e % KQ)] = va[l]; }
-    }
-    for (var l = 0u; l < LW; l++) {
-      let e = lid.x + 256u * l;
-      if (e < BN * KQ / 2u) {
-        let m = e / (KQ / 2u); let q = 2u * (e % (KQ / 2u));
-        let w = weights8(vw[l], (o0 + m) * ins + k0 + 4u * q);
-        ws[slot(m, q)] = w[0];
-        ws[slot(m, q + 1u)] = w[1];
-      }
-    }
-    workgroupBarrier();
     let next = k0 + BK;
     if (next < k_end) {
       for (var l = 0u; l < LA; l++) { va[l] = load_in(lid.x + 256u * l, r0, next); }
       for (var l = 0u; l < LW; l++) { vw[l] = load_w(lid.x + 256u * l, o0, next); }
     }
+    let hx = h * BM * KQ; let hw = h * BN * KQ;
     for (var q = 0u; q < KQ; q++) {
       var a: array<vec4<f32>, TM>;
       var b: array<vec4<f32>, TN>;
-      for (var i = 0u; i < TM; i++) { a[i] = xs[slot(ty + 16u * i, q)]; }
-      for (var j = 0u; j < TN; j++) { b[j] = ws[slot(tx + 16u * j, q)]; }
+      for (var i = 0u; i < TM; i++) { a[i] = xs[hx + slot(ty + 16u * i, q)]; }
+      for (var j = 0u; j < TN; j++) { b[j] = ws[hw + slot(tx + 16u * j, q)]; }
       for (var i = 0u; i < TM; i++) {
         for (var j = 0u; j < TN; j++) {
           var s = acc[i * TN + j];
@@ -118,9 +130,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         }
       }
     }
-    workgroupBarrier();
     k0 = next;
     if (k0 >= k_end) { break; }
+    // The next columns go to the other stage, whose reads every thread finished before this
+    // stage's barrier; with one stage, once every thread has read this one.
+    if (TWO) { h = 1u - h; } else { workgroupBarrier(); }
+    store_stage(h, lid.x, o0, k0, va, vw);
+    workgroupBarrier();
   }
   let out = P.dst + part * rows * outs;
   for (var i = 0u; i < TM; i++) {
