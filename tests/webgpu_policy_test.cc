@@ -104,6 +104,8 @@ TEST(DispatchPolicy, TiledProductsCoverEveryColumnOnce) {
     } else {
       EXPECT_TRUE(vec && splittable);
       EXPECT_EQ(s.kc % 32, 0u);                              // whole stages of columns
+      EXPECT_GE(s.kc, 128u);                                 // a few stages a part
+      EXPECT_LE(s.groups, t.fill);                           // parts that fit the device
       EXPECT_GE(s.parts * s.kc, cols);                       // every column in a part
       EXPECT_LT((s.parts - 1) * s.kc, cols);                 // and no part empty
     }

@@ -8,7 +8,7 @@ namespace {
 // matmul.wgsl's tiles (rows x outputs) by TILE, and the TILEs from small to large.
 constexpr uint64_t kTiles[4][2] = {{64, 64}, {128, 64}, {128, 128}, {64, 32}};
 constexpr uint32_t kBySize[4] = {3, 0, 1, 2};
-constexpr uint64_t kSplitColumns = 1024;  // columns a part of a split product takes at least
+constexpr uint64_t kSplitColumns = 128;  // columns a part of a split product takes at least
 
 // Bytes of one stage of a tile's workgroup memory: BM inputs and BN weights, each KQ vec4s (KQ
 // is 8 for tiles of at most 128 rows and outputs together, else 4).
@@ -52,8 +52,9 @@ uint64_t AttentionSplits(const Tuning& t, uint64_t pairs, uint64_t positions, ui
 MatmulShape MatmulTiles(const Tuning& t, uint64_t rows, uint64_t outs, uint64_t cols, bool vec, bool splittable) {
   auto two = [&](uint32_t tile) { return 2 * StageBytes(tile) <= t.workgroup_bytes; };
   if (!vec) return {0, TileCount(0, rows, outs), 1, cols, two(0)};
-  // Long rows that leave too few of the largest tiles split their columns into as many parts as
-  // still fit in t.fill workgroups, of at least kSplitColumns columns each.
+  // A product with at most half of t.fill of the largest tiles splits its columns into as many
+  // parts as still fit in t.fill workgroups, of at least kSplitColumns columns each: the largest
+  // tile uses each staged word the most times, which pays for split_sum's pass over the parts.
   const uint32_t big = kBySize[3];
   uint64_t parts = splittable ? std::min<uint64_t>(t.fill / TileCount(big, rows, outs), cols / kSplitColumns) : 1;
   if (parts > 1) {
