@@ -10,7 +10,7 @@
 // --per-pass dispatches of it, the median of --reps passes, after a first round of every kernel),
 // TFLOP/s, and the largest error on 64 sampled outputs against a float64 reference; and the time
 // of a bf16 -> f16 conversion of E2B's largest matrices.
-//   node scripts/probe-subgroup-matrix.mjs [--reps N] [--per-pass N]
+//   node scripts/probe-subgroup-matrix.mjs [--reps N] [--per-pass N] [--kinds cvt,f16,direct]
 // Several dispatches a pass (8 by default) keep the pass's own start and end small against them.
 // Dawn in Node, with allow_unsafe_apis
 // (subgroup matrices are experimental), vulkan_enable_f16_on_nvidia (Dawn keeps shader-f16 off on
@@ -19,10 +19,15 @@
 // configuration it says so and measures nothing.
 import { bf16Value, gpuHelpers, probeArgs } from './probe-gpu.mjs';
 
-const { values, whole } = probeArgs('probe-subgroup-matrix', {
-  reps: { type: 'string', multiple: true }, 'per-pass': { type: 'string', multiple: true } });
+const { values, fail, whole } = probeArgs('probe-subgroup-matrix', {
+  reps: { type: 'string', multiple: true }, 'per-pass': { type: 'string', multiple: true },
+  kinds: { type: 'string', multiple: true } });
 const reps = whole(values.reps ?? '5', 'reps', 1, 1000);
 const perPass = whole(values['per-pass'] ?? '8', 'per-pass', 1, 64);
+const kinds = (values.kinds ?? 'cvt,f16,direct').split(',');
+for (const kind of kinds) {
+  if (!['cvt', 'f16', 'direct'].includes(kind)) fail(`--kinds takes cvt, f16 and direct, not '${kind}'`);
+}
 
 const webgpu = await import('webgpu');
 Object.assign(globalThis, webgpu.globals);
@@ -112,6 +117,42 @@ ${stage}
     workgroupBarrier();
   }
 ${each((i, j) => `  subgroupMatrixStore(&Y, (m0 + sm * ${TM * 16}u + ${i * 16}u) * d.n + n0 + sn * ${TN * 16}u + ${j * 16}u, acc${i}_${j}, false, d.n);`)}
+}` };
+}
+
+// The "direct" kind: x and w already f16, each subgroup's matrices loaded straight from the
+// storage buffers (no workgroup memory; a workgroup's subgroups share their loads through the
+// caches), U steps of 16 columns loaded ahead of the ones multiplied.
+function kernelDirect(BM, BN, WM, WN, U) {
+  const TM = BM / WM / 16, TN = BN / WN / 16, threads = 32 * WM * WN;
+  if (![TM, TN].every((n) => Number.isInteger(n) && n >= 1)) throw new Error(`no such tile: ${[BM, BN, WM, WN]}`);
+  const R = (n) => [...Array(n).keys()];
+  const each = (f) => R(TM).flatMap((i) => R(TN).map((j) => f(i, j))).join('\n');
+  const load = (u, k) => [
+    ...R(TM).map((i) => `    a${i}_${u} = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&X, (m0 + ${i * 16}u) * d.k + ${k}, false, d.k);`),
+    ...R(TN).map((j) => `    b${j}_${u} = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&W, (n0 + ${j * 16}u) * d.k + ${k}, true, d.k);`)].join('\n');
+  const mma = (u) => each((i, j) => `    acc${i}_${j} = subgroupMatrixMultiplyAccumulate(a${i}_${u}, b${j}_${u}, acc${i}_${j});`);
+  const decl = R(U).map((u) => [...R(TM).map((i) => `  var a${i}_${u}: subgroup_matrix_left<f16, 16, 16>;`),
+                                ...R(TN).map((j) => `  var b${j}_${u}: subgroup_matrix_right<f16, 16, 16>;`)].join('\n')).join('\n');
+  const body = R(U).map((u) => `${mma(u)}\n    if (k0 + ${16 * (U + u)}u < d.k) {\n${load(u, `k0 + ${16 * (U + u)}u`)}\n    }`).join('\n');
+  return { threads, BM, BN, BK: 16 * U, kind: 'direct', code: `enable f16;
+enable chromium_experimental_subgroup_matrix;
+enable subgroups;
+struct D { m: u32, n: u32, k: u32 }
+@group(0) @binding(0) var<storage, read> X: array<f16>;
+@group(0) @binding(1) var<storage, read> W: array<f16>;
+@group(0) @binding(2) var<storage, read_write> Y: array<f32>;
+@group(0) @binding(3) var<uniform> d: D;
+@compute @workgroup_size(${threads})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(subgroup_id) sg: u32) {
+  let m0 = wg.y * ${BM}u + (sg / ${WN}u) * ${TM * 16}u; let n0 = wg.x * ${BN}u + (sg % ${WN}u) * ${TN * 16}u;
+${each((i, j) => `  var acc${i}_${j}: subgroup_matrix_result<f32, 16, 16>;`)}
+${decl}
+${R(U).map((u) => load(u, `${16 * u}u`)).join('\n')}
+  for (var k0 = 0u; k0 < d.k; k0 += ${16 * U}u) {
+${body}
+  }
+${each((i, j) => `  subgroupMatrixStore(&Y, (m0 + ${i * 16}u) * d.n + n0 + ${j * 16}u, acc${i}_${j}, false, d.n);`)}
 }` };
 }
 
@@ -225,9 +266,14 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n:
 // Tiles as BM x BN x BK x WM x WN; products as E2B's prefill of 512 tokens has them (the MLP's
 // gate or up, its down, the query projection), then the gate's outputs from 1,024 to 12,288.
 const tiles = [[64, 128, 32, 2, 2], [128, 64, 32, 4, 2], [64, 64, 32, 2, 2], [64, 128, 64, 2, 2], [128, 128, 32, 2, 2]];
+// Direct tiles as BM x BN x WM x WN x U.
+const directTiles = [[64, 64, 2, 2, 1], [64, 64, 2, 2, 2], [128, 64, 4, 2, 1], [128, 128, 2, 2, 1], [64, 128, 2, 2, 1],
+                     [128, 128, 4, 2, 1], [128, 128, 2, 4, 1], [64, 128, 1, 4, 2]];
 const products = [[512, 6144, 1536], [512, 1536, 6144], [512, 2048, 1536],
                   [512, 1024, 1536], [512, 3072, 1536], [512, 4096, 1536], [512, 12288, 1536]];
-const kernels = tiles.flatMap((t) => ['cvt', 'f16'].map((kind) => [`${kind}, tile ${t.join(' x ')}`, kernel(kind, ...t)]));
+const kernels = [...tiles.flatMap((t) => ['cvt', 'f16'].map((kind) => [`${kind}, tile ${t.join(' x ')}`, kernel(kind, ...t)])),
+  ...directTiles.map((t) => [`direct, tile ${t.join(' x ')}`, kernelDirect(...t)])]
+  .filter(([name]) => kinds.includes(name.split(',')[0]));
 for (const [M, N, K] of products) {
   for (const print of [false, true]) {  // a first round unprinted, so that no kernel runs first
     for (const [name, k] of kernels) {
