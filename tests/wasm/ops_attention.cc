@@ -57,11 +57,15 @@ void RunAttention(Backend& gpu, Backend& cpu) {
     });
   }
   // Many rows (prefill's tiled kernel): blocks of 16 query vectors over shared kv heads, ragged
-  // last blocks, a cache ring before the new rows, windows and past-only queries.
+  // last blocks, a cache ring before the new rows, windows and past-only queries (the first row
+  // of a prompt then sees nothing: with 16 heads to a kv head, a whole block), and blocks that
+  // walk many tiles of 64 positions, a window's starting mid-tile.
   struct Tiled { int rows, heads, kvh, d, window, start, cached, cap; bool past_only; };
   for (const Tiled& t : {Tiled{40, 8, 1, 256, 0, 0, 0, 64, false}, {20, 4, 2, 12, 16, 30, 30, 32, false},
                          {12, 2, 1, 8, 0, 5, 5, 8, true}, {70, 8, 1, 512, 0, 100, 100, 128, false},
-                         {9, 6, 3, 64, 7, 3, 3, 5, false}}) {
+                         {9, 6, 3, 64, 7, 3, 3, 5, false}, {20, 2, 1, 8, 0, 0, 0, 8, true},
+                         {4, 16, 1, 8, 0, 0, 0, 8, true}, {300, 2, 1, 16, 0, 0, 0, 8, false},
+                         {150, 4, 2, 64, 200, 60, 60, 64, true}, {96, 8, 1, 256, 0, 420, 420, 512, false}}) {
     Case("attention_tiled_r" + std::to_string(t.rows) + "_d" + std::to_string(t.d) + "_w" + std::to_string(t.window) +
              (t.past_only ? "_past" : ""),
          gpu, cpu, 1e-10, [&](Side& s) {

@@ -48,6 +48,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   let ng = 256u / d4; let g = lid.x / d4; let di = lid.x % d4;
   var acc: array<vec4<f32>, 8>;  // queries g + ng j
   if (lid.x < 16u) { qm[lid.x] = -3.0e38; ql[lid.x] = 0.0; }
+  workgroupBarrier();  // read at the end even where no position is seen
   for (var p0 = span_lo; p0 <= span_hi; p0 += 64) {
     var s = vec4<f32>(0.0);  // positions tp + 16 m
     // This thread's share of each 32 dims (a query vec4, two key vec4s), loaded for the next
