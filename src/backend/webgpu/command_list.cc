@@ -31,7 +31,11 @@ uint32_t CommandList::HostWords(const void* data, size_t n) {
     if (w == words) return at;
   }
   const uint64_t bytes = std::max<uint64_t>(16, (n * 4 + 15) / 16 * 16);
-  if (host_used_ + bytes > Arena::kHostBytes) Submit();
+  if (host_used_ + bytes > Arena::kHostBytes) {  // the region starts again behind what reads it
+    Submit();
+    host_used_ = 0;
+    host_written_.clear();
+  }
   const uint64_t off = arena_.host_base() + host_used_;
   host_used_ += bytes;
   if (n) g4_gpu_write_buffer(arena_.id(), static_cast<double>(off), data, static_cast<uint32_t>(n * 4));
@@ -47,8 +51,6 @@ void CommandList::Submit() {
 void CommandList::Handed() {
   words_.clear();
   pending_ = 0;
-  host_used_ = 0;
-  host_written_.clear();
 }
 
 }  // namespace g4::webgpu

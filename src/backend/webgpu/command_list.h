@@ -24,9 +24,12 @@ class CommandList {
   void Add(uint32_t kernel, const uint32_t (&weights)[wire::kWeightSlots], uint64_t groups, const void* params,
            size_t bytes);
 
-  // n words at `data` in the host region: their word offset in the arena. Written now, read by
-  // the dispatches recorded until the list is handed over; an array already written in this list
-  // is reused.
+  // n words at `data` in the host region: their word offset in the arena. Written now (a queue
+  // write, ahead of the submit of the list being recorded) and kept until the region is full:
+  // the call that finds no room hands the list over and starts the region again. So an op may
+  // record several dispatches between taking its words and the one that reads them, even where
+  // the list is handed over in between, as long as it takes no other host words meanwhile. An
+  // array already written since the region started is reused.
   uint32_t HostWords(const void* data, size_t n);
 
   // Hands the list over to run (g4_gpu_submit), if it holds anything.
@@ -50,7 +53,7 @@ class CommandList {
   int pending_ = 0;
   uint64_t dispatches_ = 0;
   uint64_t host_used_ = 0;
-  std::vector<std::pair<std::vector<uint32_t>, uint32_t>> host_written_;  // this list's host arrays
+  std::vector<std::pair<std::vector<uint32_t>, uint32_t>> host_written_;  // the region's arrays
 };
 
 }  // namespace g4::webgpu
