@@ -125,12 +125,12 @@ TEST(DispatchPolicy, TiledProductsTakeTwoStagesOnlyWhereTheyFit) {
     const uint64_t rows = 9 + rng() % 2000, outs = 1 + rng() % 20000, cols = 1 + rng() % 20000;
     const bool vec = rng() % 2, splittable = rng() % 2;
     t.workgroup_bytes = 16384;  // the WebGPU default: one stage always
-    EXPECT_FALSE(MatmulTiles(t, rows, outs, cols, vec, splittable).two);
+    EXPECT_FALSE(MatmulTiles(t, rows, outs, cols, vec, splittable).two_stages);
     t.workgroup_bytes = 32768;
-    EXPECT_TRUE(MatmulTiles(t, rows, outs, cols, vec, splittable).two);
+    EXPECT_TRUE(MatmulTiles(t, rows, outs, cols, vec, splittable).two_stages);
     t.workgroup_bytes = 24576;
     const MatmulShape s = MatmulTiles(t, rows, outs, cols, vec, splittable);
-    EXPECT_EQ(s.two, s.tile == 1 || s.tile == 3) << "tile " << s.tile;
+    EXPECT_EQ(s.two_stages, s.tile == 1 || s.tile == 3) << "tile " << s.tile;
   }
 }
 

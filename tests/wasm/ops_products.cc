@@ -120,8 +120,9 @@ void RunProducts(Backend& gpu, Backend& cpu) {
     MatMul(gpu, cpu, "matmul_", dt, rows, outs, ins);
   }
   // matmul.wgsl's tiles (64 x 32, 64 x 64, 128 x 64 and 128 x 128, as picked for a fill of 264
-  // workgroups), ragged in rows, outputs and inputs; long rows on few tiles split in four parts of
-  // columns (in the first the last part ragged) and summed by split_sum; odd widths (element reads).
+  // workgroups), ragged in rows, outputs and inputs; long rows on few tiles split in parts of
+  // columns (26 of 160 and 32 of 128 here, the first's last part ragged) and summed by split_sum;
+  // odd widths (element reads).
   for (auto [dt, rows, outs, ins] : {std::tuple{DType::kBF16, 70, 132, 40}, {DType::kBF16, 130, 5620, 48},
                                      {DType::kF16, 260, 5620, 24}, {DType::kBF16, 260, 11260, 56},
                                      {DType::kBF16, 70, 36, 4104}, {DType::kQ4, 9, 260, 4096}, {DType::kF32, 33, 9, 300},

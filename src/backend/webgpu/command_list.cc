@@ -39,7 +39,8 @@ uint32_t CommandList::HostWords(const void* data, size_t n) {
   const uint64_t off = arena_.host_base() + host_used_;
   host_used_ += bytes;
   if (n) g4_gpu_write_buffer(arena_.id(), static_cast<double>(off), data, static_cast<uint32_t>(n * 4));
-  if (host_written_.size() < 64) host_written_.push_back({std::move(words), static_cast<uint32_t>(off / 4)});
+  if (host_written_.size() == 64) host_written_.erase(host_written_.begin());  // the oldest goes
+  host_written_.push_back({std::move(words), static_cast<uint32_t>(off / 4)});
   return static_cast<uint32_t>(off / 4);
 }
 

@@ -28,8 +28,9 @@ class CommandList {
   // write, ahead of the submit of the list being recorded) and kept until the region is full:
   // the call that finds no room hands the list over and starts the region again. So an op may
   // record several dispatches between taking its words and the one that reads them, even where
-  // the list is handed over in between, as long as it takes no other host words meanwhile. An
-  // array already written since the region started is reused.
+  // the list is handed over in between, as long as it takes no other host words meanwhile (one
+  // op's arrays go in one call). One of the last 64 arrays written since the region started is
+  // reused.
   uint32_t HostWords(const void* data, size_t n);
 
   // Hands the list over to run (g4_gpu_submit), if it holds anything.
@@ -53,7 +54,7 @@ class CommandList {
   int pending_ = 0;
   uint64_t dispatches_ = 0;
   uint64_t host_used_ = 0;
-  std::vector<std::pair<std::vector<uint32_t>, uint32_t>> host_written_;  // the region's arrays
+  std::vector<std::pair<std::vector<uint32_t>, uint32_t>> host_written_;  // the region's last arrays
 };
 
 }  // namespace g4::webgpu

@@ -50,8 +50,8 @@ uint64_t AttentionSplits(const Tuning& t, uint64_t pairs, uint64_t positions, ui
 }
 
 MatmulShape MatmulTiles(const Tuning& t, uint64_t rows, uint64_t outs, uint64_t cols, bool vec, bool splittable) {
-  auto two = [&](uint32_t tile) { return 2 * StageBytes(tile) <= t.workgroup_bytes; };
-  if (!vec) return {0, TileCount(0, rows, outs), 1, cols, two(0)};
+  auto two_stages = [&](uint32_t tile) { return 2 * StageBytes(tile) <= t.workgroup_bytes; };
+  if (!vec) return {0, TileCount(0, rows, outs), 1, cols, two_stages(0)};
   // A product with at most half of t.fill of the largest tiles splits its columns into as many
   // parts as still fit in t.fill workgroups, of at least kSplitColumns columns each: the largest
   // tile uses each staged word the most times, which pays for split_sum's pass over the parts.
@@ -60,12 +60,12 @@ MatmulShape MatmulTiles(const Tuning& t, uint64_t rows, uint64_t outs, uint64_t 
   if (parts > 1) {
     const uint64_t kc = ((cols + parts - 1) / parts + 31) / 32 * 32;  // whole stages of columns
     parts = (cols + kc - 1) / kc;
-    if (parts > 1) return {big, TileCount(big, rows, outs) * parts, parts, kc, two(big)};
+    if (parts > 1) return {big, TileCount(big, rows, outs) * parts, parts, kc, two_stages(big)};
   }
   // Else the largest tile that still gives the device t.fill workgroups.
   int pick = 3;
   while (pick > 0 && TileCount(kBySize[pick], rows, outs) < t.fill) --pick;
-  return {kBySize[pick], TileCount(kBySize[pick], rows, outs), 1, cols, two(kBySize[pick])};
+  return {kBySize[pick], TileCount(kBySize[pick], rows, outs), 1, cols, two_stages(kBySize[pick])};
 }
 
 }  // namespace g4::webgpu

@@ -24,7 +24,7 @@ struct Tuning {
   // Bytes of workgroup memory a matrix-vector kernel may stage its rows' input in: the device's
   // maxComputeWorkgroupStorageSize less what the kernel's own reductions take.
   uint64_t stage_bytes = 0;
-  // The device's maxComputeWorkgroupStorageSize (the WebGPU default until measured).
+  // The device's maxComputeWorkgroupStorageSize (WebGPU's default until Init reads it).
   uint64_t workgroup_bytes = 16384;
 };
 
@@ -67,7 +67,7 @@ struct MatmulShape {
   uint64_t groups;  // workgroups
   uint64_t parts;   // column parts (1: not split), each kc columns
   uint64_t kc;
-  bool two;         // matmul.wgsl's TWO: two stages of workgroup memory fit the device's
+  bool two_stages;  // matmul.wgsl's TWO_STAGES: two stages fit the device's workgroup memory
 };
 // vec: the kernel reads 16 bytes at a time (VEC); split columns need it, output rows of whole
 // vec4s, and scratch for the parts.

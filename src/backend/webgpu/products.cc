@@ -109,7 +109,7 @@ void WebGpuBackend::Tiled(F32 out, F32 in, const Weight& w, int rows) {
   wgsl::MatmulVariant v;
   v.tile = s.tile;
   v.vec = vec;
-  v.two = s.two;
+  v.two_stages = s.two_stages;
   const uint32_t dst = scratch ? static_cast<uint32_t>(*scratch / 4) : At(out);
   Run<wgsl::Matmul>(v, {dst, At(in), static_cast<uint32_t>(rows), static_cast<uint32_t>(w.rows),
                         static_cast<uint32_t>(w.cols), static_cast<uint32_t>(s.kc)},

@@ -1,22 +1,21 @@
 // out[r, o] = w[o] . x[r] for many rows (prefill), W1 the matrix in any stored type. A workgroup
-// makes a tile of BM rows x BN outputs, each of its 256 threads TM x TN of them (TILE 0: 4 x 4,
-// 1: 8 x 4, 2: 8 x 8, 3: 4 x 2): rows ty + 16 i, outputs tx + 16 j. Rows are the taller side:
-// the 16 lanes of a row group read the same staged inputs (one broadcast) but different staged
-// weights. Inputs (as vec4s) and weights (eight at a time, decoded to floats) are staged through
-// workgroup memory BK = 4 KQ columns at a time, row by row as KQ vec4s (a stage at most 16 KiB,
-// the WebGPU default); each thread loads its share of the next BK columns while the workgroup
-// multiplies the staged ones. With TWO stages of workgroup memory the next columns are stored
-// into one while the other is still read (one barrier a stage); with one, the workgroup waits
-// for every thread's reads before storing (two barriers a stage). A row's vec4 q is stored at
-// slot q ^ (a few bits of the row), so the eight lanes of a 16-byte access reach eight
-// different banks both when staging and reading. Split columns (P.kc < ins): workgroup t makes
-// its tile's products over columns kc * part .. kc * (part + 1) - 1 only (part = t / tiles, kc a
-// multiple of BK), written to the part's own (rows, outs) slice from P.dst on; split_sum.wgsl
-// adds the slices.
+// makes a tile of BM rows x BN outputs, each of its 256 threads TM x TN of them (TILE 0: 4 x 4, 1:
+// 8 x 4, 2: 8 x 8, 3: 4 x 2): rows ty + 16 i, outputs tx + 16 j. Rows are the taller side: the 16
+// lanes of a row group read the same staged inputs (one broadcast) but different staged weights.
+// Inputs (as vec4s) and weights (eight at a time, decoded to floats) are staged through workgroup
+// memory BK = 4 KQ columns at a time, row by row as KQ vec4s (a stage at most 16 KiB, the WebGPU
+// default); each thread loads its share of the next BK columns while the workgroup multiplies the
+// staged ones. With two stages of workgroup memory (TWO_STAGES) the next columns are stored into
+// one while the other is still read (one barrier a stage); with one, the workgroup waits for every
+// thread's reads before storing (two barriers a stage). A row's vec4 q is stored at slot q ^ (a few
+// bits of the row), so the eight lanes of a 16-byte access reach eight different banks both when
+// staging and reading. Split columns (P.kc < ins): workgroup t makes its tile's products over
+// columns kc * part .. kc * (part + 1) - 1 only (part = t / tiles, kc a multiple of BK), written to
+// the part's own (rows, outs) slice from P.dst on; split_sum.wgsl adds the slices.
 //! uses weights
 //! variant TILE: u32  the tile's shape, 0 to 3 (above)
 //! variant VEC: bool  rows of whole octs and input and output offsets of whole vec4s: 16-byte reads
-//! variant TWO: bool  two stages of workgroup memory (twice a stage's bytes)
+//! variant TWO_STAGES: bool  two stages of workgroup memory (twice a stage's bytes)
 struct Params {
   dst: u32,   // (rows, outs), or with split columns (ins / kc parts, rows, outs)
   x: u32,     // (rows, ins)
@@ -33,7 +32,7 @@ const KQ = select(4u, 8u, BM + BN <= 128u);
 const BK = 4u * KQ;
 const LA = (BM * KQ + 255u) / 256u;       // vec4s of inputs a thread loads a BK columns
 const LW = (BN * KQ / 2u + 255u) / 256u;  // octs of weights
-const STAGES = select(1u, 2u, TWO);
+const STAGES = select(1u, 2u, TWO_STAGES);
 var<workgroup> xs: array<vec4<f32>, STAGES * BM * KQ>;  // BM rows of BK inputs a stage
 var<workgroup> ws: array<vec4<f32>, STAGES * BN * KQ>;  // BN outputs of BK weights a stage
 
@@ -134,7 +133,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (k0 >= k_end) { break; }
     // The next columns go to the other stage, whose reads every thread finished before this
     // stage's barrier; with one stage, once every thread has read this one.
-    if (TWO) { h = 1u - h; } else { workgroupBarrier(); }
+    if (TWO_STAGES) { h = 1u - h; } else { workgroupBarrier(); }
     store_stage(h, lid.x, o0, k0, va, vw);
     workgroupBarrier();
   }
