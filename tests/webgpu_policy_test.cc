@@ -86,13 +86,27 @@ TEST(DispatchPolicy, AttentionSplitsFillTheDeviceWithinTheirLimits) {
   }
 }
 
+// A tiled product of random shape on a device of random fill.
+struct TiledCase {
+  Tuning t;
+  uint64_t rows, outs, cols;
+  bool vec, splittable;
+};
+TiledCase RandomTiledCase(std::mt19937& rng) {
+  TiledCase c;
+  c.t.fill = 1 + rng() % 600;
+  c.rows = 9 + rng() % 2000;
+  c.outs = 1 + rng() % 20000;
+  c.cols = 1 + rng() % 20000;
+  c.vec = rng() % 2;
+  c.splittable = rng() % 2;
+  return c;
+}
+
 TEST(DispatchPolicy, TiledProductsCoverEveryColumnOnce) {
   std::mt19937 rng(7);
   for (int i = 0; i < 5000; ++i) {
-    Tuning t;
-    t.fill = 1 + rng() % 600;
-    const uint64_t rows = 9 + rng() % 2000, outs = 1 + rng() % 20000, cols = 1 + rng() % 20000;
-    const bool vec = rng() % 2, splittable = rng() % 2;
+    const auto [t, rows, outs, cols, vec, splittable] = RandomTiledCase(rng);
     const MatmulShape s = MatmulTiles(t, rows, outs, cols, vec, splittable);
     ASSERT_LE(s.tile, 3u);
     ASSERT_GE(s.parts, 1u);
@@ -120,10 +134,7 @@ TEST(DispatchPolicy, TiledProductsCoverEveryColumnOnce) {
 TEST(DispatchPolicy, TiledProductsTakeTwoStagesOnlyWhereTheyFit) {
   std::mt19937 rng(11);
   for (int i = 0; i < 2000; ++i) {
-    Tuning t;
-    t.fill = 1 + rng() % 600;
-    const uint64_t rows = 9 + rng() % 2000, outs = 1 + rng() % 20000, cols = 1 + rng() % 20000;
-    const bool vec = rng() % 2, splittable = rng() % 2;
+    auto [t, rows, outs, cols, vec, splittable] = RandomTiledCase(rng);
     t.workgroup_bytes = 16384;  // the WebGPU default: one stage always
     EXPECT_FALSE(MatmulTiles(t, rows, outs, cols, vec, splittable).two_stages);
     t.workgroup_bytes = 32768;
