@@ -71,6 +71,7 @@ class CountingBackend final : public Backend {
     inner_->CacheAppend(In(kc), In(vc), In(k), In(v), r, rs, st, c);
   }
   void GeluMul(F32 o, F32 g, F32 u, int r, int c, int s) override { inner_->GeluMul(In(o), In(g), In(u), r, c, s); }
+  void RoundOcts(F32 x, int r, int d) override { inner_->RoundOcts(In(x), r, d); }
   void Add(F32 o, F32 a, F32 b, size_t n) override { inner_->Add(In(o), In(a), In(b), n); }
   void Scale(F32 x, size_t n, float s) override { inner_->Scale(In(x), n, s); }
   void Copy(F32 d, F32 s, size_t n) override { inner_->Copy(In(d), In(s), n); }

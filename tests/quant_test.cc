@@ -50,6 +50,40 @@ TEST(Quant, ExactValuesAndZerosSurvive) {
   for (int i = 0; i < 32; ++i) EXPECT_FLOAT_EQ(q4.dequantized[i], steps[i]) << i;
 }
 
+// The 8-bit input of q4 products: each oct on its own grid of max/127, its largest magnitude
+// kept, ties to even, the short last oct and an oct of zeros as well.
+TEST(Quant, OctsRoundToEightBits) {
+  std::vector<float> v = Random(8 * 5 + 3, 11, 3.0f);
+  for (int i = 8; i < 16; ++i) v[i] = 0.0f;
+  v[16] = 127.0f;  // the oct 16..23 on a grid of 1: ties fall on even integers
+  v[17] = 2.5f;
+  v[18] = -3.5f;
+  v[19] = 0.49f;
+  std::vector<float> r = v;
+  RoundOctsToInt8(r.data(), static_cast<int64_t>(r.size()));
+  for (size_t at = 0; at < v.size(); at += 8) {
+    const size_t end = std::min(v.size(), at + 8);
+    float m = 0.0f;
+    for (size_t i = at; i < end; ++i) m = std::max(m, std::fabs(v[i]));
+    for (size_t i = at; i < end; ++i) {
+      if (m == 0.0f) {
+        EXPECT_EQ(r[i], 0.0f) << i;
+        continue;
+      }
+      const float steps = r[i] / (m / 127.0f);
+      EXPECT_NEAR(steps, std::round(steps), 1e-3) << i;
+      EXPECT_LE(std::fabs(steps), 127.0f + 1e-3) << i;
+      EXPECT_LE(std::fabs(r[i] - v[i]), 0.5f * m / 127.0f * 1.001f) << i;
+      if (std::fabs(v[i]) == m) {
+        EXPECT_FLOAT_EQ(std::fabs(r[i]), m) << i;
+      }
+    }
+  }
+  EXPECT_EQ(r[17], 2.0f);
+  EXPECT_EQ(r[18], -4.0f);
+  EXPECT_EQ(r[19], 0.0f);
+}
+
 class QuantOpsTest : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override { be_ = MakeCpuBackend(); }
@@ -124,6 +158,35 @@ TEST_P(QuantOpsTest, RowOpsEqualDequantized) {
   be_->GatherMatVecIds(a, x, q, idf, 5);
   be_->GatherMatVecIds(b, x, f, idf, 5);
   ExpectClose(Read(a, 5), Read(b, 5), "gather matvec ids");
+}
+
+// GateUp over q8 equals the dequantized matrices'; over q4 it takes its normed input rounded to 8
+// bits an oct first (RoundOctsToInt8), and equals the dequantized matrices' on that input.
+TEST_P(QuantOpsTest, GateUpEqualsDequantizedOnItsInput) {
+  auto [qg, fg] = Make(37, 96, 5);
+  auto [qu, fu] = Make(37, 96, 6);
+  const std::vector<float> nw = Random(96, 8, 1.0f);
+  readers_.push_back(MakeMemoryReader(test::WeightBytes(nw, DType::kF32), "norm"));
+  auto nb = be_->LoadWeights(*readers_.back(), 0, 96 * 4);
+  owned_.push_back(std::move(nb).value());
+  const Weight norm{owned_.back().get(), DType::kF32, 1, 1, 96};
+  for (int rows : {1, 3, 9}) {
+    F32 x = Floats(Random(rows * 96, 20 + rows, 3.0f));
+    F32 a = Floats(std::vector<float>(rows * 37)), b = Floats(std::vector<float>(rows * 37));
+    F32 up = Floats(std::vector<float>(rows * 37)), h = Floats(std::vector<float>(rows * 96));
+    be_->GateUp(a, up, h, x, norm, 1e-6f, qg, qu, rows);
+    // The reference: the normed input, rounded for q4, through the dequantized matrices.
+    be_->RmsNorm(h, x, norm, rows, 96, 1e-6f);
+    std::vector<float> hv = Read(h, rows * 96);
+    if (GetParam() == DType::kQ4) {
+      for (int r = 0; r < rows; ++r) RoundOctsToInt8(hv.data() + r * 96, 96);
+    }
+    F32 hr = Floats(hv);
+    be_->MatMul(b, hr, fg, rows);
+    be_->MatMul(up, hr, fu, rows);
+    be_->GeluMul(b, b, up, rows, 37, 37);
+    ExpectClose(Read(a, rows * 37), Read(b, rows * 37), "gate up");
+  }
 }
 
 TEST_P(QuantOpsTest, BadSourcesAreErrors) {

@@ -32,6 +32,21 @@ TEST(DispatchPolicy, JoinsAreStagedForSeveralRowsThatFit) {
   EXPECT_EQ(StageFloats(t, 2, 8), 0u);
 }
 
+TEST(DispatchPolicy, EightBitInputsTakeWhatIsLeftBesideAJoinsStage) {
+  Tuning t;
+  t.stage_bytes = 16384 - kMatVecOwnWorkgroupBytes;                // 10 KiB
+  EXPECT_EQ(Q8Octs(t, 1, 1536, 0), 192u);                           // 3 KiB
+  EXPECT_EQ(Q8Octs(t, 1, 1536, 1536), 192u);                        // and a join's 6 KiB
+  EXPECT_EQ(Q8Octs(t, 3, 1536, 0), 3u * 192);                       // 9 KiB
+  EXPECT_EQ(Q8Octs(t, 3, 1536, 3 * 1536), 0u);                      // 27 KiB in all
+  EXPECT_EQ(Q8Octs(t, 5, 256, 0), 8u * 32);                         // the 8-row kernel's rows
+  EXPECT_EQ(Q8Octs(t, 1, 1540, 0), 0u);                             // not whole octs
+  EXPECT_EQ(Q8Octs(t, 1, 8192, 0), 0u);                             // 16 KiB do not fit
+  t.stage_bytes = 4 * 512 + 16 * 64;
+  EXPECT_EQ(Q8Octs(t, 1, 512, 512), 64u);                           // exactly full
+  EXPECT_EQ(Q8Octs(t, 1, 512, 513), 0u);
+}
+
 TEST(DispatchPolicy, JoinsGoOnTheWayStagedOrApartByRowsAndProduct) {
   Tuning t;
   t.stage_bytes = 32768 - kMatVecOwnWorkgroupBytes;

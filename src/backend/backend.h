@@ -195,6 +195,8 @@ class Backend {
                         std::span<const int64_t> positions);
   // out[r, c] = gelu_tanh(gate[r, c]) * up[r * up_stride + c]        (rows, cols)
   virtual void GeluMul(F32 out, F32 gate, F32 up, int rows, int cols, int up_stride) = 0;
+  // x[r, :] rounded in place to 8 bits an oct (base/quant.h: RoundOctsToInt8)    (rows, dim)
+  virtual void RoundOcts(F32 x, int rows, int dim) = 0;
   // out[r, o] = gelu_tanh(in[r] . w[o]) * mul[r * mul_stride + o]: MatMul then GeluMul (the
   // per-layer embedding's gate)                  in: (rows, w.cols), out: (rows, w.rows)
   virtual void MatMulGeluMul(F32 out, F32 in, const Weight& w, F32 mul, int rows, int mul_stride,

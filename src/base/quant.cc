@@ -54,4 +54,15 @@ void QuantizeGroupQ4(const float* x, uint8_t* packed, uint16_t* scale) {
   }
 }
 
+void RoundOctsToInt8(float* row, int64_t n) {
+  for (int64_t at = 0; at < n; at += 8) {
+    const int64_t len = n - at < 8 ? n - at : 8;
+    float m = 0.0f;
+    for (int64_t i = 0; i < len; ++i) m = std::fmax(m, std::fabs(row[at + i]));
+    if (!(m > 0.0f)) continue;
+    const float inv = 127.0f / m, d = m / 127.0f;
+    for (int64_t i = 0; i < len; ++i) row[at + i] = std::nearbyint(row[at + i] * inv) * d;
+  }
+}
+
 }  // namespace g4

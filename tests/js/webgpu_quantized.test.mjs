@@ -13,7 +13,10 @@ const native = join(root, 'build', 'gemma4');
 const model = join(root, 'testdata', 'models', 'e2b_mini');
 const assistant = join(model, 'assistant_centroid');
 const prompt = '2,105,236,107,451,106,107,105,436,107';
-const TOLERANCE = 2e-3;
+// q4's GateUp rounds its normed input to 8 bits an oct: where the backends' inputs differ in their
+// last bit at a rounding boundary, one value lands a step (max / 127) away, and a logit moves by
+// a few thousandths. q8 keeps the f32 input.
+const TOLERANCE = { q8: 2e-3, q4: 1e-2 };
 
 function nativeJson(args) {
   const lines = execFileSync(native, args, { encoding: 'utf8' }).trim().split('\n');
@@ -34,7 +37,8 @@ for (const quant of ['q8', 'q4']) {
     for (let j = 0; j < cpu.top_logits.length; j++) {
       for (let k = 0; k < cpu.top_logits[j].length; k++) {
         assert.equal(gpu.top_logits[j][k][0], cpu.top_logits[j][k][0]);
-        assert.ok(Math.abs(gpu.top_logits[j][k][1] - cpu.top_logits[j][k][1]) <= TOLERANCE, `step ${j}`);
+        const diff = Math.abs(gpu.top_logits[j][k][1] - cpu.top_logits[j][k][1]);
+        assert.ok(diff <= TOLERANCE[quant], `step ${j}: ${diff}`);
       }
     }
     const spec = ['generate', '--model', art, '--assistant', join(art, 'assistant'), '--draft-tokens', '2',

@@ -90,6 +90,14 @@ void RunOther(Backend& gpu, Backend& cpu) {
     s.be->GeluMul(o, g, u.At(5), 3, 13, 40);
     return s.Read(o, 3 * 13);
   });
+  // Rows of 21: two whole octs and a short one each; row 1's first oct all zeros.
+  Case("round_octs", gpu, cpu, 1e-9, [&](Side& s) {
+    auto v = Random(3 * 21, 2.0f);
+    for (int i = 21; i < 29; ++i) v[i] = 0.0f;
+    F32 x = s.Floats(v);
+    s.be->RoundOcts(x, 3, 21);
+    return s.Read(x, 3 * 21);
+  });
   Case("add_copy_scale_softcap", gpu, cpu, 1e-12, [&](Side& s) {
     F32 a = s.Floats(Random(101, 20.0f)), b = s.Floats(Random(101)), c = s.Floats(std::vector<float>(101));
     s.be->Add(c, a, b, 101);

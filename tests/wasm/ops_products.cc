@@ -156,7 +156,9 @@ void RunProducts(Backend& gpu, Backend& cpu) {
   // long for any device's stage (8192: 32 KiB) goes on the way, bf16 and q4. Several rows are joined
   // before any weight is read, the same for every type: bf16 takes it at each rows variant,
   // staged (2, 3, 4 and 6 rows), or, where the rows do not fit (two rows of 2048), joined apart,
-  // as GateUp's always are.
+  // as GateUp's always are. GateUp over q4 takes its input 8-bit (RoundOctsToInt8): made so in
+  // the kernel's workgroup memory after a staged join (one row) or one made apart (three rows,
+  // and the row of 8192), or apart before the tiles (nine rows).
   for (Form form : {Form::kNorm, Form::kGateUp, Form::kTwo, Form::kGeluMul}) {
     for (DType dt : kAll) {
       const bool all_rows = dt == DType::kBF16 || dt == DType::kQ4;
@@ -172,6 +174,7 @@ void RunProducts(Backend& gpu, Backend& cpu) {
     Normed(gpu, cpu, form, false, DType::kF32, 1, 40, 3);
   }
   for (DType dt : {DType::kBF16, DType::kQ4}) Normed(gpu, cpu, Form::kGateUp, true, dt, 1, 8192);
+  for (int rows : {3, 9}) Normed(gpu, cpu, Form::kGateUp, true, DType::kQ4, rows, 64);
   // The attention inputs: one row (the join on the way in; one kv head of 256; two of 64), three
   // (apart), nine (the tiles, the norms in a dispatch of their own); an f32 key norm.
   for (DType dt : kAll) {

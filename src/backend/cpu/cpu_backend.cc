@@ -294,6 +294,10 @@ class CpuBackend final : public Backend {
     }
   }
 
+  void RoundOcts(F32 x, int rows, int dim) override {
+    for (int r = 0; r < rows; ++r) RoundOctsToInt8(Ptr(x) + static_cast<size_t>(r) * dim, dim);
+  }
+
   void Add(F32 out, F32 a, F32 b, size_t count) override {
     float* o = Ptr(out);
     const float *x = Ptr(a), *y = Ptr(b);

@@ -28,6 +28,11 @@ uint32_t StageFloats(const Tuning& t, int rows, int64_t ins) {
   return ins % 8 == 0 && 4 * floats <= t.stage_bytes ? static_cast<uint32_t>(floats) : 0;
 }
 
+uint32_t Q8Octs(const Tuning& t, int rows, int64_t ins, uint32_t stage_floats) {
+  const uint64_t octs = static_cast<uint64_t>(RowsVariant(rows)) * static_cast<uint64_t>(ins) / 8;
+  return ins % 8 == 0 && 4ull * stage_floats + 16 * octs <= t.stage_bytes ? static_cast<uint32_t>(octs) : 0;
+}
+
 JoinPlace JoinPlaceFor(const Tuning& t, int rows, int64_t ins, bool gate_up) {
   const bool fits = StageFloats(t, rows, ins) > 0;
   if (rows <= 1) return gate_up && fits ? JoinPlace::kStaged : JoinPlace::kOnTheWay;

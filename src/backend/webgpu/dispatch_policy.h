@@ -36,6 +36,11 @@ inline int RowsVariant(int rows) { return rows <= 4 ? (rows < 1 ? 1 : rows) : 8;
 // octs, or 0 where they do not fit.
 uint32_t StageFloats(const Tuning& t, int rows, int64_t ins);
 
+// Octs of workgroup memory for a matrix-vector kernel over `rows` rows of `ins` inputs to keep its
+// input 8-bit in (q8_stage.wgsl: a 16-byte word an oct) beside a join's stage of `stage_floats`:
+// the rows' kernel's rows of whole octs, or 0 where they do not fit.
+uint32_t Q8Octs(const Tuning& t, int rows, int64_t ins, uint32_t stage_floats);
+
 // Where a matrix-vector product makes a pending residual join over `rows` rows of `ins` inputs.
 // kOnTheWay: as it reads its input (PRE), every lane summing the join's parts with its weights;
 // kStaged: once a workgroup in workgroup memory (STAGE); kApart: a dispatch of its own first.

@@ -14,12 +14,12 @@ bool Is16Bit(DType t) { return t == DType::kBF16 || t == DType::kF16; }
 }  // namespace
 
 WebGpuBackend::JoinWay WebGpuBackend::JoinOnTheWay(const ResidualAdd& pre, bool kernel_can, int rows, int64_t dim,
-                                                  bool gate_up) {
+                                                  bool gate_up, bool on_the_way) {
   JoinWay way;
   if (pre.present() && kernel_can && pre.norm.present() && Bindings(pre.norm) == 1 && At(pre.x_in) % 4 == 0 &&
       At(pre.delta) % 4 == 0 && At(pre.x_out) % 4 == 0) {
     const JoinPlace place = JoinPlaceFor(tuning_, rows, dim, gate_up);
-    way.pre = place == JoinPlace::kOnTheWay;
+    way.pre = on_the_way && place == JoinPlace::kOnTheWay;
     way.stage = place == JoinPlace::kStaged ? StageFloats(tuning_, rows, dim) : 0;
   }
   if (pre.present() && !way.fused()) AddRmsNormTo(pre, rows, static_cast<int>(dim));
@@ -226,19 +226,26 @@ void WebGpuBackend::NormMatMulKvNorms(F32 out, F32 normed_scratch, F32 in, const
 
 void WebGpuBackend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, const Weight& norm, float eps,
                            const Weight& gate, const Weight& up, int rows, const ResidualAdd& pre) {
+  // q4 weights take their input 8-bit (RoundOctsToInt8): made so in the kernel's workgroup
+  // memory where it fits there, else apart.
+  const bool vec = Vec(gate, in);
+  const bool q4 = gate.dtype == DType::kQ4;
   if (rows > kMaxVecRows || !norm.present() || Bindings(norm) > 1 || Bindings(gate) > 1 || Bindings(up) > 1 ||
-      gate.dtype != up.dtype || gate.rows != up.rows || gate.cols != up.cols) {
+      gate.dtype != up.dtype || gate.rows != up.rows || gate.cols != up.cols ||
+      (q4 && (!vec || Q8Octs(tuning_, rows, gate.cols, StageFloats(tuning_, rows, gate.cols)) == 0))) {
     JoinThenNorm(pre, normed_scratch, in, norm, eps, rows, static_cast<int>(gate.cols));
+    if (q4) RoundOcts(normed_scratch, rows, static_cast<int>(gate.cols));
     MatMul(out, normed_scratch, gate, rows);
     MatMul(up_scratch, normed_scratch, up, rows);
     GeluMul(out, out, up_scratch, rows, static_cast<int>(gate.rows), static_cast<int>(up.rows));
     return;
   }
   // Decode and verification: the norm, both products of each output feature and their gelu
-  // product in one dispatch, a team a feature (a pending join: JoinPlaceFor).
-  const bool vec = Vec(gate, in);
-  const JoinWay join = JoinOnTheWay(pre, vec, rows, gate.cols, /*gate_up=*/true);
+  // product in one dispatch, a team a feature (a pending join: JoinPlaceFor; with q4 weights
+  // staged or made apart, as the input is made 8-bit after it).
+  const JoinWay join = JoinOnTheWay(pre, vec, rows, gate.cols, /*gate_up=*/true, /*on_the_way=*/!q4);
   wgsl::MatvecVariant v;
+  v.q8 = q4 ? Q8Octs(tuning_, rows, gate.cols, join.stage) : 0;
   v.rows = RowsVariant(rows);
   v.teams = 1;
   v.feats = 1;

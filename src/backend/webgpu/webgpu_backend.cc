@@ -243,6 +243,13 @@ void WebGpuBackend::Elementwise(uint32_t op, size_t count, F32 out, F32 a, F32 b
   RunThreads<wgsl::Elementwise>({}, {op, static_cast<uint32_t>(count), At(out), At(a), At(b), s}, count);
 }
 
+// A thread an oct; the row length goes in the kernel's `b`.
+void WebGpuBackend::RoundOcts(F32 x, int rows, int dim) {
+  const size_t octs = static_cast<size_t>(rows) * ((dim + 7) / 8);
+  RunThreads<wgsl::Elementwise>({}, {5, static_cast<uint32_t>(octs), At(x), At(x), static_cast<uint32_t>(dim), 0.0f},
+                                octs);
+}
+
 // --- small ops
 // Host ids go to the host region as floats and take the same kernels as ids on the device.
 

@@ -59,6 +59,7 @@ class WebGpuBackend final : public Backend {
                 std::span<const int64_t> positions) override;
   void Rope(F32 x, int rows, int heads, std::span<const float> inv_freq, std::span<const int64_t> positions) override;
   void GeluMul(F32 out, F32 gate, F32 up, int rows, int cols, int up_stride) override;
+  void RoundOcts(F32 x, int rows, int dim) override;
   void Add(F32 out, F32 a, F32 b, size_t count) override { Elementwise(0, count, out, a, b, 0.0f); }
   void Copy(F32 dst, F32 src, size_t count) override { Elementwise(2, count, dst, src, src, 0.0f); }
   void Scale(F32 x, size_t count, float s) override { Elementwise(1, count, x, x, x, s); }
@@ -145,8 +146,11 @@ class WebGpuBackend final : public Backend {
     bool fused() const { return pre || stage > 0; }
   };
   // The way the kernel makes `pre`, over rows of `dim` inputs (kernel_can: it reads them whole
-  // vec4s from one binding; gate_up: the product is GateUp's); a join it cannot make is made now.
-  JoinWay JoinOnTheWay(const ResidualAdd& pre, bool kernel_can, int rows, int64_t dim, bool gate_up = false);
+  // vec4s from one binding; gate_up: the product is GateUp's; on_the_way false: the kernel makes
+  // its input apart from the product, so it cannot take the join on the way); a join it cannot
+  // make is made now.
+  JoinWay JoinOnTheWay(const ResidualAdd& pre, bool kernel_can, int rows, int64_t dim, bool gate_up = false,
+                       bool on_the_way = true);
   // The kernel's join variant and parameters for `way`, and its input (`in`, or the residual
   // before the join).
   static void SetJoin(const JoinWay& way, const ResidualAdd& pre, F32 in, wgsl::MatvecVariant& v,

@@ -1,7 +1,9 @@
 // Elementwise ops over count floats, a thread each:
 //   op 0: dst = a + b; 1: dst = a * s (scale); 2: dst = a (copy); 3: dst = s * tanh(a / s) (softcap; a NaN
 //   stays NaN, as tanh keeps it, where clamp might make it finite);
-//   4: dst = s (fill)
+//   4: dst = s (fill); 5: thread i rounds oct i of rows of b values at a to 8 bits (into dst):
+//   each oct's values become round(x * (127 / m)) * (m / 127), m its largest magnitude, ties to
+//   even (base/quant.h's RoundOctsToInt8); count is then the octs
 struct Params {
   op: u32,
   count: u32,
@@ -10,12 +12,24 @@ struct Params {
   b: u32,
   s: f32,
 }
+fn round_oct(k: u32) {
+  let per = (P.b + 7u) / 8u;
+  let c0 = (k % per) * 8u;
+  let at = (k / per) * P.b + c0;
+  let n = min(8u, P.b - c0);
+  var m = 0.0;
+  for (var j = 0u; j < n; j++) { m = max(m, abs(af(P.a + at + j))); }
+  if (!(m > 0.0)) { return; }
+  let inv = 127.0 / m; let d = m / 127.0;
+  for (var j = 0u; j < n; j++) { afset(P.dst + at + j, round(af(P.a + at + j) * inv) * d); }
+}
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
   let i = gid(id, n);
   if (i >= P.count) { return; }
   let s = P.s;
   if (P.op == 4u) { afset(P.dst + i, s); return; }
+  if (P.op == 5u) { round_oct(i); return; }
   let a = af(P.a + i);
   switch P.op {
     case 0u: { afset(P.dst + i, a + af(P.b + i)); }

@@ -9,7 +9,7 @@
 // Bindings: W1 the matrix (GATE_UP: the gate), W2 a second matrix of W1's type (GATE_UP: the up
 // projection; TWO: the second matrix), W3 the input norm (NORMED), W4 the pending join's norm
 // (PRE, STAGE) or the keys' norm (KV_NORMS).
-//! uses weights, team, residual_join, residual_stage, kv_norm
+//! uses weights, team, residual_join, residual_stage, kv_norm, q8_stage
 //! variant ROWS: u32  rows the kernel is compiled for (P.rows <= ROWS): 1 to 4, or 8
 //! variant TEAMS: u32  teams of 32 threads an output feature: 1, 2, 4 or 8
 //! variant FEATS: u32  output features a team: 1, or 2 (very many features over several rows)
@@ -19,6 +19,7 @@
 //! variant GELU: bool  out = gelu_tanh(product) * A[P.mul + r * P.mul_stride + o]
 //! variant VEC: bool  rows of whole octs and an input at a multiple of 4: 16-byte reads
 //! variant ROW_IDS: bool  output j is the product with the matrix's row A[P.ids + j] (an id as a float)
+//! variant Q8: u32  q4 weights: octs of workgroup memory for the rows' input made 8-bit (q8_stage); 0: none
 struct Params {
   dst: u32,           // out: (rows, outs); with TWO, W1's features: (rows, first)
   x: u32,             // the input: (rows, ins)
@@ -136,6 +137,25 @@ fn oct_dots(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, sq: ptr<functi
   }
 }
 
+// Q8: acc[s][r] += stream s's oct q . row r's staged 8-bit input oct, four products an
+// instruction (dot4I8Packed): the nibbles of even and of odd elements against the input's, the
+// offset of 8 taken off through the oct's sum, then both scales.
+fn oct_dots_q8(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, w: array<OctWords, STREAMS>, e: array<u32, STREAMS>,
+               q: u32, rows: u32, octs: u32) {
+  for (var s = 0u; s < STREAMS; s++) {
+    let sc = unpack2x16float(w[s].a.x >> ((e[s] >> 1u) & 16u)).x;
+    let ev = w[s].a.y & 0x0f0f0f0fu;
+    let od = (w[s].a.y >> 4u) & 0x0f0f0f0fu;
+    for (var r = 0u; r < ROWS; r++) {
+      if (r < rows) {
+        let x = q8_in[r * octs + q];
+        let i = dot4I8Packed(ev, x.x) + dot4I8Packed(od, x.y);
+        (*acc)[s][r] += (bitcast<f32>(x.z) * f32(i) - 8.0 * bitcast<f32>(x.w)) * sc;
+      }
+    }
+  }
+}
+
 // The sums a team reduces: each row's products, then (PRE) each row's join sums. PRE comes with
 // one row (JoinPlaceFor), which keeps the exchange below within kMatVecOwnWorkgroupBytes
 // (dispatch_policy.h).
@@ -166,7 +186,7 @@ fn write_row(r: u32, o: u32, s: vec4<f32>, p: vec4<f32>, second: bool) {
     v = j.xy;
     ss = j.z;
   }
-  if (NORMED) { v *= 1.0 / sqrt(ss / f32(P.ins) + P.eps); }
+  if (NORMED && Q8 == 0u) { v *= 1.0 / sqrt(ss / f32(P.ins) + P.eps); }
   if (GATE_UP) {
     afset(P.dst + r * P.outs + o, gelu_tanh(v.x) * v.y);
     return;
@@ -218,17 +238,38 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   var loaded = STAGE > 0u && o < outs && q + (UNROLL - 1u) * S < octs;
   if (loaded) { w = step_words(bind, base, q, ins); }
   if (STAGE > 0u) { stage_join(lid.x, lane, g == 0u); }
+  if (Q8 > 0u) { q8_stage(lid.x, lane); }
   if (o < outs) {
     for (; q + (UNROLL - 1u) * S < octs; q += UNROLL * S) {
       if (!loaded) { w = step_words(bind, base, q, ins); }
       loaded = false;
       for (var u = 0u; u < UNROLL; u++) {
+        if (Q8 > 0u) {
+          var ws: array<OctWords, STREAMS>;
+          var es: array<u32, STREAMS>;
+          for (var s = 0u; s < STREAMS; s++) {
+            ws[s] = w[u * STREAMS + s];
+            es[s] = base[s] + 8u * (q + u * S);
+          }
+          oct_dots_q8(&acc, ws, es, q + u * S, rows, octs);
+          continue;
+        }
         var os: array<Oct, STREAMS>;
         for (var s = 0u; s < STREAMS; s++) { os[s] = decode(w[u * STREAMS + s], base[s] + 8u * (q + u * S)); }
         oct_dots(&acc, &sq, os, q + u * S, rows, ins, x);
       }
     }
     for (; q < octs; q += S) {
+      if (Q8 > 0u) {
+        var ws: array<OctWords, STREAMS>;
+        var es: array<u32, STREAMS>;
+        for (var s = 0u; s < STREAMS; s++) {
+          ws[s] = load(bind[s], base[s], q, ins);
+          es[s] = base[s] + 8u * q;
+        }
+        oct_dots_q8(&acc, ws, es, q, rows, octs);
+        continue;
+      }
       var os: array<Oct, STREAMS>;
       for (var s = 0u; s < STREAMS; s++) { os[s] = decode(load(bind[s], base[s], q, ins), base[s] + 8u * q); }
       oct_dots(&acc, &sq, os, q, rows, ins, x);
