@@ -217,7 +217,7 @@ const variants = [
 // E2B's one-row products (outs x ins) and its LM head.
 const shapes = [['gate and up', 12288, 1536], ['gate and up, wide', 24576, 1536], ['down', 1536, 6144],
                 ['down, wide', 1536, 12288], ['query', 2048, 1536], ['attention out', 1536, 2048],
-                ['per-layer gate', 8960, 1536], ['LM head', 262144, 1536]]
+                ['per-layer gate', 256, 1536], ['LM head', 262144, 1536]]
   .map(([label, outs, ins]) => [label, outs / shrink, ins]);
 
 let seed = 7;
