@@ -36,6 +36,12 @@ inline int RowsVariant(int rows) { return rows <= 4 ? (rows < 1 ? 1 : rows) : 8;
 // octs, or 0 where they do not fit.
 uint32_t StageFloats(const Tuning& t, int rows, int64_t ins);
 
+// Blocks of eight output features a workgroup of GateUp over q4 weights takes from the one stage
+// of its 8-bit input (matvec.wgsl's BLOCKS): each workgroup reads the rows' residual, block output
+// and norms for its stage, about as many bytes as its features' weights, so two blocks halve
+// those reads; four leave three rows' verification too few workgroups.
+constexpr uint32_t kGateUpQ8Blocks = 2;
+
 // Octs of workgroup memory for a matrix-vector kernel over `rows` rows of `ins` inputs to keep its
 // input 8-bit in (q8_stage.wgsl: a 16-byte word an oct) beside a join's stage of `stage_floats`:
 // the rows' kernel's rows of whole octs, or 0 where they do not fit.

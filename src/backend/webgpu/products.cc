@@ -246,6 +246,8 @@ void WebGpuBackend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, 
   const JoinWay join = JoinOnTheWay(pre, vec, rows, gate.cols, /*gate_up=*/true, /*on_the_way=*/!q4);
   wgsl::MatvecVariant v;
   v.q8 = q4 ? Q8Octs(tuning_, rows, gate.cols, join.stage) : 0;
+  v.blocks = v.q8 > 0 ? kGateUpQ8Blocks : 0;
+  const uint64_t features = 8 * std::max<uint64_t>(v.blocks, 1);  // a workgroup's
   v.rows = RowsVariant(rows);
   v.teams = 1;
   v.feats = 1;
@@ -259,7 +261,8 @@ void WebGpuBackend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, 
   p.outs = gate.rows;
   p.ins = gate.cols;
   p.eps = eps;
-  Run<wgsl::Matvec>(v, p, (gate.rows + 7) / 8, {&gate, &up, &norm, join.fused() ? &pre.norm : nullptr});
+  Run<wgsl::Matvec>(v, p, (gate.rows + features - 1) / features,
+                    {&gate, &up, &norm, join.fused() ? &pre.norm : nullptr});
 }
 
 void WebGpuBackend::MatMulGeluMul(F32 out, F32 in, const Weight& w, F32 mul, int rows, int mul_stride,

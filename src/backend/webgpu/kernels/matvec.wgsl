@@ -20,6 +20,7 @@
 //! variant VEC: bool  rows of whole octs and an input at a multiple of 4: 16-byte reads
 //! variant ROW_IDS: bool  output j is the product with the matrix's row A[P.ids + j] (an id as a float)
 //! variant Q8: u32  q4 weights: octs of workgroup memory for the rows' input made 8-bit (q8_stage); 0: none
+//! variant BLOCKS: u32  GATE_UP with Q8: blocks of eight features a workgroup, all from one stage (0 or 1: one)
 struct Params {
   dst: u32,           // out: (rows, outs); with TWO, W1's features: (rows, first)
   x: u32,             // the input: (rows, ins)
@@ -45,6 +46,7 @@ struct Params {
   kv_freqs: u32,      // KV_NORMS: RoPE's inverse frequencies
 }
 const MT = W1_DTYPE;                           // the matrices' type
+const NB = max(BLOCKS, 1u);                    // blocks of features a workgroup
 const STREAMS = select(FEATS, 2u, GATE_UP);    // products a team sums for each row
 // Octs a stream loads before it uses any (element reads: one): 16-bit weights two a stream for one
 // row, one for several rows and for the gate and up product; other types about four 16-byte
@@ -214,7 +216,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   let slice = team % TEAMS;  // which of its features' teams this is
   let g = kv_norm_first(wid(wg, n), lid.x, lane);
   if (g == KV_NORMED) { return; }
-  let o = (g * (8u / TEAMS) + team / TEAMS) * FEATS;  // the team's first output feature
+  let o = (g * NB * (8u / TEAMS) + team / TEAMS) * FEATS;  // the team's first output feature
   let rows = P.rows; let outs = P.outs; let ins = P.ins; let x = P.x;
   let second = TWO && o >= P.first;  // the team's matrix is W2
   // Each stream's binding and matrix row (an element offset); features past the end read the
@@ -291,4 +293,48 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (lane == 0u && slice == 0u && o < outs && r < rows) { write_row(r, o, sums[r], p, second); }
   }
   if (PRE) { pre_write(lane, o == 0u && slice == 0u, rows, ins, x); }
+  for (var b = 1u; b < NB; b++) { gate_up_block(g * NB + b, lid.x, team, lane); }
+}
+
+// NB > 1 (GATE_UP, Q8, a team a feature): the workgroup's block k, from the stage made for
+// its first. Called by the whole workgroup.
+fn gate_up_block(k: u32, local: u32, team: u32, lane: u32) {
+  let o = k * 8u + team;
+  let rows = P.rows; let outs = P.outs; let ins = P.ins; let octs = ins / 8u;
+  let row = min(o, outs - 1u);
+  var bind: array<u32, STREAMS>;
+  var base: array<u32, STREAMS>;
+  for (var s = 0u; s < STREAMS; s++) {
+    bind[s] = 1u + s;
+    base[s] = row * ins;
+  }
+  var acc = array<array<f32, ROWS>, STREAMS>();
+  if (o < outs) {
+    var q = lane;
+    for (; q + (UNROLL - 1u) * S < octs; q += UNROLL * S) {
+      let w = step_words(bind, base, q, ins);
+      for (var u = 0u; u < UNROLL; u++) {
+        var ws: array<OctWords, STREAMS>;
+        var es: array<u32, STREAMS>;
+        for (var s = 0u; s < STREAMS; s++) {
+          ws[s] = w[u * STREAMS + s];
+          es[s] = base[s] + 8u * (q + u * S);
+        }
+        oct_dots_q8(&acc, ws, es, q + u * S, rows, octs);
+      }
+    }
+    for (; q < octs; q += S) {
+      var ws: array<OctWords, STREAMS>;
+      var es: array<u32, STREAMS>;
+      for (var s = 0u; s < STREAMS; s++) {
+        ws[s] = load(bind[s], base[s], q, ins);
+        es[s] = base[s] + 8u * q;
+      }
+      oct_dots_q8(&acc, ws, es, q, rows, octs);
+    }
+  }
+  for (var r = 0u; r < ROWS; r++) {
+    let s = team_sums(local, lane, vec4<f32>(acc[0][r], acc[STREAMS - 1u][r], 0.0, 0.0));
+    if (lane == 0u && o < outs && r < rows) { write_row(r, o, s, vec4<f32>(0.0), false); }
+  }
 }
