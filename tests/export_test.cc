@@ -27,7 +27,6 @@ std::string Export(const std::string& model, QuantScheme scheme, const std::stri
   return out;
 }
 
-// An artifact rewritten with every quantized matrix as the float32 values it stands for.
 // The artifact's weights as float32 values, but for q4's MLP gate and up projections, kept as
 // they are: GateUp over q4 takes its input rounded to 8 bits (quant_test.cc checks that op against
 // the dequantized values on that input).

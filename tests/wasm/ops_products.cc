@@ -153,7 +153,8 @@ void RunProducts(Backend& gpu, Backend& cpu) {
   // rows variant and through the tiles; odd widths and an odd input offset. A pending join of
   // one row is summed with the products as the weights are read, except GateUp's, staged in
   // workgroup memory: bf16 (a scale of 1) and q4 (a scale a block) take it, and GateUp's row too
-  // long for any device's stage (8192: 32 KiB) goes on the way, bf16 and q4. Several rows are joined
+  // long for any device's stage (8192: 32 KiB) goes on the way (bf16; q4 joins it apart, below).
+  // Several rows are joined
   // before any weight is read, the same for every type: bf16 takes it at each rows variant,
   // staged (2, 3, 4 and 6 rows), or, where the rows do not fit (two rows of 2048), joined apart,
   // as GateUp's always are. GateUp over q4 takes its input 8-bit (RoundOctsToInt8): made so in
@@ -175,6 +176,9 @@ void RunProducts(Backend& gpu, Backend& cpu) {
   }
   for (DType dt : {DType::kBF16, DType::kQ4}) Normed(gpu, cpu, Form::kGateUp, true, dt, 1, 8192);
   for (int rows : {3, 9}) Normed(gpu, cpu, Form::kGateUp, true, DType::kQ4, rows, 64);
+  // A q4 row whose join's stage fits the device (lavapipe's 32 KiB) but not with its 8-bit words
+  // beside it: the join made apart, the input still made 8-bit in the kernel.
+  Normed(gpu, cpu, Form::kGateUp, true, DType::kQ4, 1, 4800);
   // The attention inputs: one row (the join on the way in; one kv head of 256; two of 64), three
   // (apart), nine (the tiles, the norms in a dispatch of their own); an f32 key norm.
   for (DType dt : kAll) {

@@ -39,7 +39,7 @@ uint32_t StageFloats(const Tuning& t, int rows, int64_t ins);
 // Blocks of eight output features a workgroup of GateUp over q4 weights takes from the one stage
 // of its 8-bit input (matvec.wgsl's BLOCKS): each workgroup reads the rows' residual, block output
 // and norms for its stage, about as many bytes as its features' weights, so two blocks halve
-// those reads; four leave three rows' verification too few workgroups.
+// those reads while a layer's product keeps hundreds of workgroups (docs/PERFORMANCE.md).
 constexpr uint32_t kGateUpQ8Blocks = 2;
 
 // Octs of workgroup memory for a matrix-vector kernel over `rows` rows of `ins` inputs to keep its

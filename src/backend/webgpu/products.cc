@@ -227,12 +227,17 @@ void WebGpuBackend::NormMatMulKvNorms(F32 out, F32 normed_scratch, F32 in, const
 void WebGpuBackend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, const Weight& norm, float eps,
                            const Weight& gate, const Weight& up, int rows, const ResidualAdd& pre) {
   // q4 weights take their input 8-bit (RoundOctsToInt8): made so in the kernel's workgroup
-  // memory where it fits there, else apart.
+  // memory beside the join's stage where both fit, beside none (the join made apart) where only
+  // the 8-bit words do, else apart before the products.
   const bool vec = Vec(gate, in);
   const bool q4 = gate.dtype == DType::kQ4;
+  bool stage_join = pre.present() && JoinPlaceFor(tuning_, rows, gate.cols, /*gate_up=*/true) == JoinPlace::kStaged;
+  if (q4 && stage_join && Q8Octs(tuning_, rows, gate.cols, StageFloats(tuning_, rows, gate.cols)) == 0) {
+    stage_join = false;
+  }
   if (rows > kMaxVecRows || !norm.present() || Bindings(norm) > 1 || Bindings(gate) > 1 || Bindings(up) > 1 ||
       gate.dtype != up.dtype || gate.rows != up.rows || gate.cols != up.cols ||
-      (q4 && (!vec || Q8Octs(tuning_, rows, gate.cols, StageFloats(tuning_, rows, gate.cols)) == 0))) {
+      (q4 && (!vec || Q8Octs(tuning_, rows, gate.cols, 0) == 0))) {
     JoinThenNorm(pre, normed_scratch, in, norm, eps, rows, static_cast<int>(gate.cols));
     if (q4) RoundOcts(normed_scratch, rows, static_cast<int>(gate.cols));
     MatMul(out, normed_scratch, gate, rows);
@@ -243,7 +248,8 @@ void WebGpuBackend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, 
   // Decode and verification: the norm, both products of each output feature and their gelu
   // product in one dispatch, a team a feature (a pending join: JoinPlaceFor; with q4 weights
   // staged or made apart, as the input is made 8-bit after it).
-  const JoinWay join = JoinOnTheWay(pre, vec, rows, gate.cols, /*gate_up=*/true, /*on_the_way=*/!q4);
+  const JoinWay join = JoinOnTheWay(pre, vec && (!q4 || stage_join), rows, gate.cols, /*gate_up=*/true,
+                                    /*on_the_way=*/!q4);
   wgsl::MatvecVariant v;
   v.q8 = q4 ? Q8Octs(tuning_, rows, gate.cols, join.stage) : 0;
   v.blocks = v.q8 > 0 ? kGateUpQ8Blocks : 0;
