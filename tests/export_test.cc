@@ -27,9 +27,10 @@ std::string Export(const std::string& model, QuantScheme scheme, const std::stri
   return out;
 }
 
-// The artifact's weights as float32 values, but for q4's MLP gate and up projections, kept as
-// they are: GateUp over q4 takes its input rounded to 8 bits (quant_test.cc checks that op against
-// the dequantized values on that input).
+// The artifact's weights as float32 values, but for q4's MLP gate and up projections and its LM
+// head (the embedding, when tied), kept as they are: these take their input rounded to 8 bits
+// (quant_test.cc checks GateUp and MatMulRoundedInput against the dequantized values on that
+// input).
 std::string Dequantized(const std::string& artifact) {
   const std::string out = test::MakeTempDir();
   auto ckpt = Checkpoint::Open(artifact);
@@ -42,8 +43,12 @@ std::string Dequantized(const std::string& artifact) {
   };
   auto kept = [&](const std::string& name) {
     const CheckpointTensor* t = (*ckpt)->Find(name);
+    auto ends = [&](const std::string& e) {
+      return name.size() >= e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0;
+    };
     return t && t->info.dtype == DType::kU8 &&
-           (name.find(".mlp.gate_proj.") != std::string::npos || name.find(".mlp.up_proj.") != std::string::npos);
+           (name.find(".mlp.gate_proj.") != std::string::npos || name.find(".mlp.up_proj.") != std::string::npos ||
+            ends("embed_tokens.weight") || ends("lm_head.weight"));
   };
   test::CopyCheckpoint(artifact, out, [&](test::TensorData& t) {
     const CheckpointTensor* s = (*ckpt)->Find(ScaleTensorName(t.name));

@@ -189,6 +189,22 @@ TEST_P(QuantOpsTest, GateUpEqualsDequantizedOnItsInput) {
   }
 }
 
+TEST_P(QuantOpsTest, RoundedInputProductEqualsDequantizedOnItsRoundedInput) {
+  auto [q, f] = Make(37, 96, 7);
+  for (int rows : {1, 3, 9}) {
+    const std::vector<float> xv = Random(rows * 96, 30 + rows, 2.0f);
+    F32 x = Floats(xv), scratch = Floats(std::vector<float>(rows * 96));
+    F32 a = Floats(std::vector<float>(rows * 37)), b = Floats(std::vector<float>(rows * 37));
+    be_->MatMulRoundedInput(a, x, scratch, q, rows);
+    EXPECT_EQ(Read(x, rows * 96), xv) << "the input is left as it was";
+    std::vector<float> rounded = xv;
+    for (int r = 0; r < rows; ++r) RoundOctsToInt8(rounded.data() + r * 96, 96);
+    ASSERT_NE(rounded, xv);
+    be_->MatMul(b, Floats(rounded), f, rows);
+    ExpectClose(Read(a, rows * 37), Read(b, rows * 37), "rounded input");
+  }
+}
+
 TEST_P(QuantOpsTest, BadSourcesAreErrors) {
   const std::vector<uint8_t> bytes(64, 0);
   auto values = MakeMemoryReader(bytes, "v.safetensors"), scales = MakeMemoryReader(bytes, "s.safetensors");

@@ -60,6 +60,13 @@ void Backend::NormMatMulKvNorms(F32 out, F32 normed_scratch, F32 in, const Weigh
   RmsNorm(kv.v, kv.v, Weight{}, rows * kv.kv_heads, static_cast<int>(kv.inv_freq.size() * 2), eps);
 }
 
+void Backend::MatMulRoundedInput(F32 out, F32 in, F32 scratch, const Weight& w, int rows) {
+  const size_t count = static_cast<size_t>(rows) * static_cast<size_t>(w.cols);
+  Copy(scratch, in, count);
+  RoundOcts(scratch, rows, static_cast<int>(w.cols));
+  MatMul(out, scratch, w, rows);
+}
+
 void Backend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, const Weight& norm, float eps,
                      const Weight& gate, const Weight& up, int rows, const ResidualAdd& pre) {
   if (pre.present()) AddRmsNormTo(pre, rows, static_cast<int>(gate.cols));

@@ -106,8 +106,8 @@ struct CacheAppendLayer {
   int64_t capacity = 0;
 };
 
-// The fused ops (AddRmsNorm, AddRmsNormTo, NormMatMul, NormMatMul2, NormMatMulKvNorms, GateUp, NormRope,
-// MatMulGeluMul, CacheAppends)
+// The fused ops (AddRmsNorm, AddRmsNormTo, MatMulRoundedInput, NormMatMul, NormMatMul2,
+// NormMatMulKvNorms, GateUp, NormRope, MatMulGeluMul, CacheAppends)
 // default to the ops they fuse (backend.cc); a backend overrides them where one kernel does
 // better. NormMatMul, NormMatMul2, GateUp and MatMulGeluMul take an optional `pre`: a ResidualAdd to make
 // first, whose x_out is then their input `in`.
@@ -153,6 +153,9 @@ class Backend {
   virtual void AddRmsNormTo(const ResidualAdd& add, int rows, int dim);
   // out[r, o] = sum_i in[r, i] * w[o, i]                             in: (rows, w.cols), out: (rows, w.rows)
   virtual void MatMul(F32 out, F32 in, const Weight& w, int rows) = 0;
+  // MatMul of `in` rounded to 8 bits an oct (base/quant.h: RoundOctsToInt8) with `in` left as it
+  // is; the op may overwrite scratch (rows, w.cols)
+  virtual void MatMulRoundedInput(F32 out, F32 in, F32 scratch, const Weight& w, int rows);
   // out[r, :] = w . (rmsnorm(in[r, :]) * norm): a projection of a normed input   in: (rows, w.cols);
   // normed_scratch: (rows, w.cols), which the op may overwrite
   virtual void NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w,

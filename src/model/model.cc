@@ -231,7 +231,14 @@ Result<F32> Model::Head(int n, int rows) {
     }
     out_logits = F32{wide_logits_.get(), 0};
   }
-  backend_.MatMul(out_logits, Scratch(kH).At(static_cast<size_t>(n - rows) * c.hidden), head, rows);
+  const F32 h = Scratch(kH).At(static_cast<size_t>(n - rows) * c.hidden);
+  // A q4 head takes its input rounded to 8 bits an oct (docs/QUANTIZATION.md); the normed
+  // hidden rows stay as they are for the assistant.
+  if (head.dtype == DType::kQ4) {
+    backend_.MatMulRoundedInput(out_logits, h, Scratch(kO), head, rows);
+  } else {
+    backend_.MatMul(out_logits, h, head, rows);
+  }
   if (c.final_softcap) backend_.Softcap(out_logits, static_cast<size_t>(rows) * c.vocab, *c.final_softcap);
   return out_logits;
 }

@@ -13,10 +13,14 @@ const native = join(root, 'build', 'gemma4');
 const model = join(root, 'testdata', 'models', 'e2b_mini');
 const assistant = join(model, 'assistant_centroid');
 const prompt = '2,105,236,107,451,106,107,105,436,107';
-// q4's GateUp rounds its normed input to 8 bits an oct: where the backends' inputs differ in their
-// last bit at a rounding boundary, one value lands a step (max / 127) away, which moves the
-// logits more than q8's products (f32 inputs) ever do; q4's bound allows for one such step.
-const TOLERANCE = { q8: 2e-3, q4: 1e-2 };
+// q4's GateUp and LM head round their input to 8 bits an oct: where the backends' inputs differ in
+// their last bit at a rounding boundary, one value lands a step (max / 127) away, and every logit
+// of that step moves by up to a few 1e-2 (0.014 seen); a backend that did not round the LM head's
+// input would be that far off at nearly every step. So a step's logits are either close (CLOSE)
+// or, at no more than FLIPS[quant] of the 20 steps, within FAR.
+const CLOSE = 1e-3;
+const FAR = 5e-2;
+const FLIPS = { q8: 0, q4: 2 };
 
 function nativeJson(args) {
   const lines = execFileSync(native, args, { encoding: 'utf8' }).trim().split('\n');
@@ -34,13 +38,17 @@ for (const quant of ['q8', 'q4']) {
     const gpu = await runJsonHere(args);
     assert.equal(gpu.stats.backend, 'webgpu');
     assert.deepEqual(gpu.tokens, cpu.tokens);
+    const flipped = [];
     for (let j = 0; j < cpu.top_logits.length; j++) {
+      let worst = 0;
       for (let k = 0; k < cpu.top_logits[j].length; k++) {
         assert.equal(gpu.top_logits[j][k][0], cpu.top_logits[j][k][0]);
-        const diff = Math.abs(gpu.top_logits[j][k][1] - cpu.top_logits[j][k][1]);
-        assert.ok(diff <= TOLERANCE[quant], `step ${j}: ${diff}`);
+        worst = Math.max(worst, Math.abs(gpu.top_logits[j][k][1] - cpu.top_logits[j][k][1]));
       }
+      assert.ok(worst <= FAR, `step ${j}: a logit ${worst} away`);
+      if (worst > CLOSE) flipped.push(`step ${j}: ${worst}`);
     }
+    assert.ok(flipped.length <= FLIPS[quant], `${flipped.length} steps' logits more than ${CLOSE} away: ${flipped.join(', ')}`);
     const spec = ['generate', '--model', art, '--assistant', join(art, 'assistant'), '--draft-tokens', '2',
                   '--draft-policy', 'fixed', '--prompt-ids', prompt, '--max-new-tokens', '20', '--json'];
     const cpuSpec = nativeJson(spec);

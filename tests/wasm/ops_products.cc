@@ -32,6 +32,27 @@ void MatMul(Backend& gpu, Backend& cpu, const std::string& what, DType dt, int r
   });
 }
 
+// Products of an input rounded to 8 bits an oct (RoundOctsToInt8): where the backends' inputs
+// differ in their last bit at a rounding boundary, or their reciprocals of an oct's largest
+// magnitude do, a value lands a step away, an NMSE near 1e-7; a backend that did not round would
+// be 1e-5 or more away.
+constexpr double kRoundedBound = 2e-6;
+
+// MatMulRoundedInput: the products, then the input (which the op leaves as it is).
+void RoundedInput(Backend& gpu, Backend& cpu, const std::string& what, DType dt, int rows, int outs, int ins,
+                  int offset = 0) {
+  Case(what + (offset ? "offset_" : "") + Shape(dt, rows, outs, ins), gpu, cpu,
+       kRoundedBound, [&](Side& s) {
+         Weight w = s.Matrix(outs, ins, dt);
+         F32 x = s.Floats(Random(offset + rows * ins, 2.0f)).At(offset), y = s.Floats(std::vector<float>(rows * outs));
+         F32 scratch = s.Floats(std::vector<float>(rows * ins));
+         s.be->MatMulRoundedInput(y, x, scratch, w, rows);
+         std::vector<float> r = s.Read(y, rows * outs);
+         Append(r, s.Read(x, rows * ins));
+         return r;
+       });
+}
+
 // The products of a normed input, with a residual join pending or not: NormMatMul, GateUp,
 // NormMatMul2, MatMulGeluMul. Returns the products and, when joined, the joined input.
 enum class Form { kNorm, kGateUp, kTwo, kGeluMul };
@@ -44,16 +65,11 @@ const char* FormName(Form f) {
   }
   return "";
 }
-// GateUp over q4 rounds its normed input to 8 bits (RoundOctsToInt8): where the backends' inputs
-// differ in their last bit at a rounding boundary, a value lands a step away, an NMSE near 1e-7;
-// a backend that did not round would be 1e-5 or more away.
-constexpr double kQ4GateUpBound = 2e-6;
-
 void Normed(Backend& gpu, Backend& cpu, Form form, bool joined, DType dt, int rows, int ins, int offset = 0) {
   const int outs = form == Form::kTwo ? 24 : 45, outs_b = 40;
   const std::string name = std::string(FormName(form)) + (joined ? "_joined_" : "_") + (offset ? "offset_" : "") +
                            Shape(dt, rows, outs, ins);
-  const double bound = form == Form::kGateUp && dt == DType::kQ4 ? kQ4GateUpBound : 1e-10;
+  const double bound = form == Form::kGateUp && dt == DType::kQ4 ? kRoundedBound : 1e-10;
   Case(name, gpu, cpu, bound, [&](Side& s) {
     Weight w = s.Matrix(outs, ins, dt), w2 = s.Matrix(form == Form::kTwo ? outs_b : outs, ins, dt);
     Weight norm = s.MakeWeight(Random(ins), 1, 1, ins, joined ? DType::kF16 : DType::kBF16);
@@ -141,6 +157,33 @@ void RunProducts(Backend& gpu, Backend& cpu) {
                                      {DType::kBF16, 8, 65539, 16}, {DType::kQ4, 3, 65537, 128}}) {
     MatMul(gpu, cpu, "matmul_many_features_", dt, rows, outs, ins);
   }
+  // The input rounded to 8 bits (the q4 LM head): q4 over a few rows takes it as 8-bit words made
+  // once (one row, three, eight; two features a team over very many features); more rows, an input
+  // not read 16 bytes at a time and other types round it in place of a copy before the product.
+  for (auto [rows, outs, ins] : {std::tuple{1, 45, 96}, {3, 45, 96}, {8, 13, 64}, {9, 45, 64}, {1, 65537, 128},
+                                       {3, 65537, 128}}) {
+    RoundedInput(gpu, cpu, "matmul_rounded_", DType::kQ4, rows, outs, ins);
+  }
+  RoundedInput(gpu, cpu, "matmul_rounded_", DType::kQ4, 1, 45, 96, 3);
+  RoundedInput(gpu, cpu, "matmul_rounded_", DType::kBF16, 3, 45, 96);
+  // An oct holding a NaN (row 0) or an infinity (row 1) makes every product of its row NaN, as
+  // the reference's rounding does; row 2 stays finite. GateUp's words are made in its kernel.
+  Case("rounded_not_finite_Q4", gpu, cpu, 0.0, [&](Side& s) {
+    const int rows = 3, outs = 45, ins = 96;
+    Weight w = s.Matrix(outs, ins, DType::kQ4), w2 = s.Matrix(outs, ins, DType::kQ4);
+    Weight norm = s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16);
+    std::vector<float> v = Random(rows * ins);
+    v[19] = std::nanf("");
+    v[ins + 40] = INFINITY;
+    F32 x = s.Floats(v), y = s.Floats(std::vector<float>(rows * outs)), g = s.Floats(std::vector<float>(outs));
+    F32 scratch = s.Floats(std::vector<float>(rows * ins)), up = s.Floats(std::vector<float>(outs));
+    s.be->MatMulRoundedInput(y, x, scratch, w, rows);
+    s.be->GateUp(g, up, scratch, x, norm, 1e-6f, w, w2, 1);
+    std::vector<float> r = s.Read(y, rows * outs);
+    Append(r, s.Read(g, outs));
+    for (float& f : r) f = std::isnan(f) ? 1.0f : std::isfinite(f) ? 0.0f : 2.0f;
+    return r;
+  });
   Case("norm_matmul_many_features_" + Shape(DType::kBF16, 3, 65537, 40), gpu, cpu, 1e-10, [&](Side& s) {
     Weight w = s.Matrix(65537, 40, DType::kBF16), norm = s.MakeWeight(Random(40), 1, 1, 40, DType::kBF16);
     F32 x = s.Floats(Random(3 * 40, 3.0f)), y = s.Floats(std::vector<float>(3 * 65537)),
@@ -227,6 +270,7 @@ void RunSplitProducts(Backend& split, Backend& cpu) {
     for (auto [rows, cols] : {std::pair{3, ins}, {q ? 1 : 3, q ? ins : dt == DType::kF32 ? 16 : 24}, {9, q ? ins : ins + 1}}) {
       MatMul(split, cpu, "split_matmul_", dt, rows, outs, cols);
     }
+    if (dt == DType::kQ4) RoundedInput(split, cpu, "split_matmul_rounded_", dt, 3, outs, ins);
     Case(std::string("split_embed_gather_") + DTypeName(dt), split, cpu, 1e-10, [&](Side& s) {
       Weight t = s.Matrix(outs, ins, dt);
       const std::vector<int32_t> host = {0, outs - 1, outs / 2, 3};

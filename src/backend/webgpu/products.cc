@@ -68,8 +68,8 @@ void WebGpuBackend::JoinThenNorm(const ResidualAdd& pre, F32 normed, F32 in, con
 // out = gelu_tanh(product) * gelu_mul[r * mul_stride + o]; a pending join `pre` (whose x_out is
 // `in`) is made on the way in where the kernel can, else first.
 void WebGpuBackend::MatVec(F32 out, F32 in, const Weight& w, const Weight* norm, float eps, int rows, F32 gelu_mul,
-                           int mul_stride, const ResidualAdd& pre) {
-  const bool vec = Vec(w, in);
+                           int mul_stride, const ResidualAdd& pre, bool words) {
+  const bool vec = words || Vec(w, in);
   const JoinWay join = JoinOnTheWay(pre, vec && Bindings(w) == 1, rows, w.cols);
   const bool fused = join.fused();
   wgsl::MatvecVariant v;
@@ -77,6 +77,7 @@ void WebGpuBackend::MatVec(F32 out, F32 in, const Weight& w, const Weight* norm,
   v.normed = norm != nullptr;
   v.gelu = gelu_mul.buffer != nullptr;
   v.vec = vec;
+  v.q8_in = words;
   wgsl::MatvecParams p;
   SetJoin(join, pre, in, v, p);
   p.dst = At(out);
@@ -88,10 +89,10 @@ void WebGpuBackend::MatVec(F32 out, F32 in, const Weight& w, const Weight* norm,
     p.mul = At(gelu_mul);
     p.mul_stride = mul_stride;
   }
-  // Several rows over very many 16-bit or q4 features (verification's LM head): two features a
-  // team, each input word read once for both.
+  // Several rows over very many 16-bit or q4 features (verification's LM head), or any rows over
+  // 8-bit words: two features a team, each input word read once for both.
   const bool paired = Is16Bit(w.dtype) || w.dtype == DType::kQ4;
-  v.feats = vec && rows > 1 && !fused && paired && w.rows >= tuning_.rows_features ? 2 : 1;
+  v.feats = vec && (rows > 1 || words) && !fused && paired && w.rows >= tuning_.rows_features ? 2 : 1;
   const TeamSplit t = vec ? TeamsPerFeature(tuning_, (w.rows + v.feats - 1) / v.feats, w.cols)
                           : TeamSplit{static_cast<uint64_t>(w.rows + 7) / 8, 1};
   v.teams = t.teams;
@@ -126,6 +127,19 @@ void WebGpuBackend::MatMul(F32 out, F32 in, const Weight& w, int rows) {
   } else {
     Tiled(out, in, w, rows);
   }
+}
+
+// q4 weights over a few rows: the rows made 8-bit words once (q8_pack.wgsl), which every
+// workgroup of the product then reads (a product of many outputs, the LM head, would otherwise
+// round the input once a workgroup); else as the interface says.
+void WebGpuBackend::MatMulRoundedInput(F32 out, F32 in, F32 scratch, const Weight& w, int rows) {
+  if (w.dtype != DType::kQ4 || rows > kMaxVecRows || !Vec(w, in) || At(scratch) % 4 != 0) {
+    Backend::MatMulRoundedInput(out, in, scratch, w, rows);
+    return;
+  }
+  const uint64_t octs = static_cast<uint64_t>(rows) * static_cast<uint64_t>(w.cols) / 8;
+  RunThreads<wgsl::Q8Pack>({}, {At(scratch), At(in), static_cast<uint32_t>(octs)}, octs);
+  MatVec(out, scratch, w, nullptr, 0.0f, rows, {}, 0, {}, /*words=*/true);
 }
 
 void WebGpuBackend::NormMatMul(F32 out, F32 normed_scratch, F32 in, const Weight& norm, float eps, const Weight& w,

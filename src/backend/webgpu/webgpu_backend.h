@@ -60,6 +60,7 @@ class WebGpuBackend final : public Backend {
   void Rope(F32 x, int rows, int heads, std::span<const float> inv_freq, std::span<const int64_t> positions) override;
   void GeluMul(F32 out, F32 gate, F32 up, int rows, int cols, int up_stride) override;
   void RoundOcts(F32 x, int rows, int dim) override;
+  void MatMulRoundedInput(F32 out, F32 in, F32 scratch, const Weight& w, int rows) override;
   void Add(F32 out, F32 a, F32 b, size_t count) override { Elementwise(0, count, out, a, b, 0.0f); }
   void Copy(F32 dst, F32 src, size_t count) override { Elementwise(2, count, dst, src, src, 0.0f); }
   void Scale(F32 x, size_t count, float s) override { Elementwise(1, count, x, x, x, s); }
@@ -159,8 +160,9 @@ class WebGpuBackend final : public Backend {
   void JoinThenNorm(const ResidualAdd& pre, F32 normed, F32 in, const Weight& norm, float eps, int rows, int dim);
   // Whether matvec.wgsl reads w's rows and the input at `in` 16 bytes at a time.
   static bool Vec(const Weight& w, F32 in) { return w.cols % 8 == 0 && At(in) % 4 == 0; }
+  // words: `in` is q8_pack.wgsl's 8-bit words of the rows (q4 weights, Vec).
   void MatVec(F32 out, F32 in, const Weight& w, const Weight* norm, float eps, int rows, F32 gelu_mul = {},
-              int mul_stride = 0, const ResidualAdd& pre = {});
+              int mul_stride = 0, const ResidualAdd& pre = {}, bool words = false);
   void Tiled(F32 out, F32 in, const Weight& w, int rows);
 
   // --- attention (attention.cc)

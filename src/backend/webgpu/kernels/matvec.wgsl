@@ -21,9 +21,10 @@
 //! variant ROW_IDS: bool  output j is the product with the matrix's row A[P.ids + j] (an id as a float)
 //! variant Q8: u32  q4 weights: octs of workgroup memory for the rows' input made 8-bit (q8_stage); 0: none
 //! variant BLOCKS: u32  GATE_UP with Q8: blocks of eight features a workgroup, all from one stage (0 or 1: one)
+//! variant Q8_IN: bool  q4 weights: the input already 8-bit, P.x's rows as one 16-byte word an oct (q8_pack.wgsl)
 struct Params {
   dst: u32,           // out: (rows, outs); with TWO, W1's features: (rows, first)
-  x: u32,             // the input: (rows, ins)
+  x: u32,             // the input: (rows, ins); Q8_IN: (rows, ins / 8) 16-byte words
   rows: u32,          // rows of input
   outs: u32,          // output features (with TWO, of both matrices)
   ins: u32,           // input features
@@ -47,6 +48,7 @@ struct Params {
 }
 const MT = W1_DTYPE;                           // the matrices' type
 const NB = max(BLOCKS, 1u);                    // blocks of features a workgroup
+const Q8W = Q8 > 0u || Q8_IN;                  // the input 8-bit: a product of words
 const STREAMS = select(FEATS, 2u, GATE_UP);    // products a team sums for each row
 // Octs a stream loads before it uses any (element reads: one): 16-bit weights two a stream for one
 // row, one for several rows and for the gate and up product; other types about four 16-byte
@@ -139,7 +141,13 @@ fn oct_dots(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, sq: ptr<functi
   }
 }
 
-// Q8: acc[s][r] += stream s's oct q . row r's staged 8-bit input oct, four products an
+// Row r's 8-bit input oct q: from the stage (Q8), else from P.x (Q8_IN).
+fn q8_word_at(r: u32, q: u32, octs: u32) -> vec4<u32> {
+  if (Q8_IN) { return bitcast<vec4<u32>>(A[P.x / 4u + r * octs + q]); }
+  return q8_in[r * octs + q];
+}
+
+// Q8W: acc[s][r] += stream s's oct q . row r's 8-bit input oct, four products an
 // instruction (dot4I8Packed): the nibbles of even and of odd elements against the input's, the
 // offset of 8 taken off through the oct's sum, then both scales.
 fn oct_dots_q8(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, w: array<OctWords, STREAMS>, e: array<u32, STREAMS>,
@@ -150,7 +158,7 @@ fn oct_dots_q8(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, w: array<Oc
     let od = (w[s].a.y >> 4u) & 0x0f0f0f0fu;
     for (var r = 0u; r < ROWS; r++) {
       if (r < rows) {
-        let x = q8_in[r * octs + q];
+        let x = q8_word_at(r, q, octs);
         let i = dot4I8Packed(ev, x.x) + dot4I8Packed(od, x.y);
         (*acc)[s][r] += (bitcast<f32>(x.z) * f32(i) - 8.0 * bitcast<f32>(x.w)) * sc;
       }
@@ -246,7 +254,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       if (!loaded) { w = step_words(bind, base, q, ins); }
       loaded = false;
       for (var u = 0u; u < UNROLL; u++) {
-        if (Q8 > 0u) {
+        if (Q8W) {
           var ws: array<OctWords, STREAMS>;
           var es: array<u32, STREAMS>;
           for (var s = 0u; s < STREAMS; s++) {
@@ -262,7 +270,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       }
     }
     for (; q < octs; q += S) {
-      if (Q8 > 0u) {
+      if (Q8W) {
         var ws: array<OctWords, STREAMS>;
         var es: array<u32, STREAMS>;
         for (var s = 0u; s < STREAMS; s++) {

@@ -1,12 +1,8 @@
 // The input of a matrix-vector product of q4 weights made 8-bit in workgroup memory before the
 // product (Q8 > 0, rows of whole octs): every workgroup reads each row's input once (the staged
-// join where STAGE > 0, else P.x), rms-norms it with W3 (NORMED), and rounds each oct to 8 bits
-// (base/quant.h's RoundOctsToInt8: d = m / 127, q = round(x * (127 / m)), m the oct's largest
-// magnitude, ties to even). An oct is kept as one 16-byte word: the 8-bit values of its even
-// elements, of its odd ones (as q4's nibbles lie: matvec.wgsl's oct_dots_q8), d, and d times the
-// sum of its values (the offset of 8 taken off through it). Q8 is the stage's size in octs, at
-// least ROWS * P.ins / 8.
-//! uses weights, team, residual_stage
+// join where STAGE > 0, else P.x), rms-norms it with W3 (NORMED), and makes each oct one 16-byte
+// word (q8_word.wgsl). Q8 is the stage's size in octs, at least ROWS * P.ins / 8.
+//! uses weights, team, residual_stage, q8_word
 var<workgroup> q8_in: array<vec4<u32>, max(Q8, 1u)>;
 
 // Elements 8q .. 8q + 7 of row r's input before the norm.
@@ -42,17 +38,7 @@ fn q8_stage(local: u32, lane: u32) {
           let n = norm8(q, ins);
           v = mat2x4<f32>(v[0] * inv[r] * n[0], v[1] * inv[r] * n[1]);
         }
-        let mv = max(abs(v[0]), abs(v[1]));
-        let m = max(max(mv.x, mv.y), max(mv.z, mv.w));
-        var word = vec4<u32>(0u);
-        if (m > 0.0) {
-          let k = 127.0 / m; let d = m / 127.0;
-          let ev = vec4<i32>(round(vec4<f32>(v[0].x, v[0].z, v[1].x, v[1].z) * k));
-          let od = vec4<i32>(round(vec4<f32>(v[0].y, v[0].w, v[1].y, v[1].w) * k));
-          let t = ev + od;
-          word = vec4<u32>(pack4xI8(ev), pack4xI8(od), bitcast<u32>(d), bitcast<u32>(d * f32(t.x + t.y + t.z + t.w)));
-        }
-        q8_in[r * octs + q] = word;
+        q8_in[r * octs + q] = q8_word(v);
       }
     }
   }
