@@ -15,6 +15,9 @@
 //          write it;
 //   sdot4: pdot4's product, its input made so by each workgroup from the f32 input into
 //          workgroup memory first (FB blocks of features a workgroup share the stage).
+// pdot4 also as the runtime binds its buffers: "v" the weights an array of 16-byte words, each
+// 32-bit word read as a component of one (weights.wgsl's way), "rw" the input read_write (the
+// runtime's arena).
 // LPF lanes a feature (their sums added by subgroup shuffles, and through workgroup memory past a
 // subgroup), U steps' words in flight a lane. Each pass runs L dispatches over L copies of the
 // matrix (past the L2 cache's size), timed against a plain read of the same bytes and an empty
@@ -60,7 +63,7 @@ const R = (n) => [...Array(n).keys()];
 // The product kernel of one variant. Bindings: W the matrix's words; X the f32 input (f32) or the
 // 8-bit input's words (2 a row's oct: its values 0, 2, 4, 6 then 1, 3, 5, 7, as the nibbles lie);
 // D each input block's (scale, scale x the sum of its 8-bit values); O the outputs.
-function productKernel({ kind, LPF, U, FB }, ins, ROWS) {
+function productKernel({ kind, LPF, U, FB, vecW, rwIn }, ins, ROWS) {
   const WG = 256;
   const red = Math.min(LPF, SG);
   const feats = WG / LPF;
@@ -70,9 +73,9 @@ function productKernel({ kind, LPF, U, FB }, ins, ROWS) {
   // One step's loads (u: which of the U) and use, for the lane's unit j, w the row's first word.
   const load = (u) => kind === 'run'
     ? `    let j${u} = q + ${u * LPF}u; let sb${u} = rw + (j${u} >> 1u) * 9u; let k${u} = sb${u} + 1u + (j${u} & 1u) * 4u;
-    let s${u} = W[sb${u}]; let v${u} = vec4<u32>(W[k${u}], W[k${u} + 1u], W[k${u} + 2u], W[k${u} + 3u]);`
+    let s${u} = ww(sb${u}); let v${u} = vec4<u32>(ww(k${u}), ww(k${u} + 1u), ww(k${u} + 2u), ww(k${u} + 3u));`
     : `    let j${u} = q + ${u * LPF}u; let sb${u} = rw + (j${u} >> 3u) * 9u;
-    let s${u} = W[sb${u}]; let v${u} = W[sb${u} + 1u + (j${u} & 7u)];`;
+    let s${u} = ww(sb${u}); let v${u} = ww(sb${u} + 1u + (j${u} & 7u));`;
   const use = (u) => {
     if (kind === 'f32') {
       return `    {
@@ -123,9 +126,10 @@ function productKernel({ kind, LPF, U, FB }, ins, ROWS) {
   };
   return `enable subgroups;
 struct P { outs: u32, ins: u32 }
-@group(0) @binding(0) var<storage, read> W: array<u32>;
+@group(0) @binding(0) var<storage, read> W: array<${vecW ? 'vec4<u32>' : 'u32'}>;
+fn ww(k: u32) -> u32 { return W[k${vecW ? ' >> 2u][k & 3u' : ''}]; }
 ${kind === 'f32' || kind === 'sdot4' ? '@group(0) @binding(1) var<storage, read> XF: array<vec4<f32>>;'
-    : kind === 'pdot4' ? '@group(0) @binding(5) var<storage, read> XO: array<vec4<u32>>;'
+    : kind === 'pdot4' ? `@group(0) @binding(5) var<storage, ${rwIn ? 'read_write' : 'read'}> XO: array<vec4<u32>>;`
     : `@group(0) @binding(1) var<storage, read> XQ: array<vec2<u32>>;
 @group(0) @binding(4) var<storage, read> D: array<vec2<f32>>;`}
 ${kind === 'sdot4' ? `var<workgroup> xs: array<vec4<u32>, ${ROWS * ins / 8}>;` : ''}
@@ -210,9 +214,12 @@ const variants = [
   ['run', 8, 1], ['run', 8, 2], ['run', 16, 1], ['run', 16, 2], ['run', 32, 1], ['run', 32, 2], ['run', 64, 1],
   ['run', 4, 2],
   ['pdot4', 32, 4], ['pdot4', 64, 2], ['pdot4', 128, 2],
+  ['pdot4', 32, 4, 1, 'v'], ['pdot4', 32, 4, 1, 'rw'], ['pdot4', 32, 4, 1, 'v, rw'],
   ['sdot4', 32, 4], ['sdot4', 32, 4, 4], ['sdot4', 32, 4, 16], ['sdot4', 64, 2], ['sdot4', 64, 2, 4],
   ['sdot4', 64, 2, 16], ['sdot4', 128, 2], ['sdot4', 128, 2, 4], ['sdot4', 128, 2, 16],
-].map(([kind, LPF, U, FB = 1]) => ({ kind, LPF, U, FB, name: `${kind}, lanes ${LPF}, ${U} in flight${FB > 1 ? `, ${FB} blocks` : ''}` }))
+].map(([kind, LPF, U, FB = 1, as = '']) => ({
+  kind, LPF, U, FB, vecW: as.includes('v'), rwIn: as.includes('rw'),
+  name: `${kind}, lanes ${LPF}, ${U} in flight${FB > 1 ? `, ${FB} blocks` : ''}${as ? `, ${as}` : ''}` }))
   .filter((v) => !values.only || values.only.split('|').some((t) => v.name.includes(t)));
 // E2B's one-row products (outs x ins) and its LM head.
 const shapes = [['gate and up', 12288, 1536], ['gate and up, wide', 24576, 1536], ['down', 1536, 6144],

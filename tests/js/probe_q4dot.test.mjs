@@ -1,6 +1,7 @@
 // scripts/probe-q4dot.mjs on lavapipe, its shapes shrunk: each kind of q4 product asked for (the
 // f32 unpacking, 8-bit inputs by dot4I8Packed an oct or a group a lane, made apart or staged by
-// the workgroup over several blocks of features) is timed for every shape and rows count, and its
+// the workgroup over several blocks of features; the weights and input bound as the runtime binds
+// them) is timed for every shape and rows count, and its
 // sampled outputs match the float64 products of its input (a wrong one would print WRONG and exit
 // 1). Bad options are refused, naming the option. What it measures means something only on a GPU
 // (docs/PERFORMANCE.md has the H200's).
@@ -13,7 +14,8 @@ import { root } from './cli.mjs';
 const probe = (args) => spawnSync(process.execPath, [join(root, 'scripts', 'probe-q4dot.mjs'), ...args],
                                   { cwd: root, encoding: 'utf8', timeout: 300000 });
 const kinds = ['f32, lanes 64, 2 in flight', 'dot4, lanes 32, 4 in flight', 'run, lanes 8, 2 in flight',
-               'pdot4, lanes 128, 2 in flight', 'sdot4, lanes 64, 2 in flight, 4 blocks'];
+               'pdot4, lanes 128, 2 in flight', 'pdot4, lanes 32, 4 in flight, v, rw',
+               'sdot4, lanes 64, 2 in flight, 4 blocks'];
 
 test('every kind asked for is timed and right, for each shape and rows count', () => {
   const r = probe(['--reps', '1', '--max-bytes', '2000000', '--shrink', '64', '--rows', '1,3', '--only', kinds.join('|')]);

@@ -29,8 +29,9 @@ uint32_t StageFloats(const Tuning& t, int rows, int64_t ins) {
 }
 
 uint32_t Q8Octs(const Tuning& t, int rows, int64_t ins, uint32_t stage_floats) {
-  const uint64_t octs = static_cast<uint64_t>(RowsVariant(rows)) * static_cast<uint64_t>(ins) / 8;
-  return ins % 8 == 0 && 4ull * stage_floats + 16 * octs <= t.stage_bytes ? static_cast<uint32_t>(octs) : 0;
+  return ins % 8 == 0 && 4ull * stage_floats + Q8Bytes(rows, ins) <= t.stage_bytes
+             ? static_cast<uint32_t>(Q8Bytes(rows, ins) / 16)
+             : 0;
 }
 
 JoinPlace JoinPlaceFor(const Tuning& t, int rows, int64_t ins, bool gate_up) {

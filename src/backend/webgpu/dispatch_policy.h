@@ -46,6 +46,8 @@ constexpr uint32_t kGateUpQ8Blocks = 2;
 // input 8-bit in (q8_stage.wgsl: a 16-byte word an oct) beside a join's stage of `stage_floats`:
 // the rows' kernel's rows of whole octs, or 0 where they do not fit.
 uint32_t Q8Octs(const Tuning& t, int rows, int64_t ins, uint32_t stage_floats);
+// The bytes of those words: 16 an oct of the rows' kernel's rows.
+inline uint64_t Q8Bytes(int rows, int64_t ins) { return 16ull * static_cast<uint64_t>(RowsVariant(rows)) * static_cast<uint64_t>(ins) / 8; }
 
 // Where a matrix-vector product makes a pending residual join over `rows` rows of `ins` inputs.
 // kOnTheWay: as it reads its input (PRE), every lane summing the join's parts with its weights;

@@ -14,13 +14,14 @@ bool Is16Bit(DType t) { return t == DType::kBF16 || t == DType::kF16; }
 }  // namespace
 
 WebGpuBackend::JoinWay WebGpuBackend::JoinOnTheWay(const ResidualAdd& pre, bool kernel_can, int rows, int64_t dim,
-                                                  bool gate_up, bool on_the_way) {
+                                                  bool gate_up, bool on_the_way, uint64_t beside_bytes) {
   JoinWay way;
   if (pre.present() && kernel_can && pre.norm.present() && Bindings(pre.norm) == 1 && At(pre.x_in) % 4 == 0 &&
       At(pre.delta) % 4 == 0 && At(pre.x_out) % 4 == 0) {
     const JoinPlace place = JoinPlaceFor(tuning_, rows, dim, gate_up);
+    const uint32_t stage = place == JoinPlace::kStaged ? StageFloats(tuning_, rows, dim) : 0;
     way.pre = on_the_way && place == JoinPlace::kOnTheWay;
-    way.stage = place == JoinPlace::kStaged ? StageFloats(tuning_, rows, dim) : 0;
+    way.stage = 4ull * stage + beside_bytes <= tuning_.stage_bytes ? stage : 0;
   }
   if (pre.present() && !way.fused()) AddRmsNormTo(pre, rows, static_cast<int>(dim));
   return way;
@@ -245,10 +246,6 @@ void WebGpuBackend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, 
   // the 8-bit words do, else apart before the products.
   const bool vec = Vec(gate, in);
   const bool q4 = gate.dtype == DType::kQ4;
-  bool stage_join = pre.present() && JoinPlaceFor(tuning_, rows, gate.cols, /*gate_up=*/true) == JoinPlace::kStaged;
-  if (q4 && stage_join && Q8Octs(tuning_, rows, gate.cols, StageFloats(tuning_, rows, gate.cols)) == 0) {
-    stage_join = false;
-  }
   if (rows > kMaxVecRows || !norm.present() || Bindings(norm) > 1 || Bindings(gate) > 1 || Bindings(up) > 1 ||
       gate.dtype != up.dtype || gate.rows != up.rows || gate.cols != up.cols ||
       (q4 && (!vec || Q8Octs(tuning_, rows, gate.cols, 0) == 0))) {
@@ -262,8 +259,8 @@ void WebGpuBackend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, 
   // Decode and verification: the norm, both products of each output feature and their gelu
   // product in one dispatch, a team a feature (a pending join: JoinPlaceFor; with q4 weights
   // staged or made apart, as the input is made 8-bit after it).
-  const JoinWay join = JoinOnTheWay(pre, vec && (!q4 || stage_join), rows, gate.cols, /*gate_up=*/true,
-                                    /*on_the_way=*/!q4);
+  const JoinWay join = JoinOnTheWay(pre, vec, rows, gate.cols, /*gate_up=*/true, /*on_the_way=*/!q4,
+                                    /*beside_bytes=*/q4 ? Q8Bytes(rows, gate.cols) : 0);
   wgsl::MatvecVariant v;
   v.q8 = q4 ? Q8Octs(tuning_, rows, gate.cols, join.stage) : 0;
   v.blocks = v.q8 > 0 ? kGateUpQ8Blocks : 0;

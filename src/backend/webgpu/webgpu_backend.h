@@ -148,10 +148,11 @@ class WebGpuBackend final : public Backend {
   };
   // The way the kernel makes `pre`, over rows of `dim` inputs (kernel_can: it reads them whole
   // vec4s from one binding; gate_up: the product is GateUp's; on_the_way false: the kernel makes
-  // its input apart from the product, so it cannot take the join on the way); a join it cannot
-  // make is made now.
+  // its input apart from the product, so it cannot take the join on the way; beside_bytes: the
+  // workgroup memory the kernel needs beside a stage, which is staged only where both fit); a
+  // join it cannot make is made now.
   JoinWay JoinOnTheWay(const ResidualAdd& pre, bool kernel_can, int rows, int64_t dim, bool gate_up = false,
-                       bool on_the_way = true);
+                       bool on_the_way = true, uint64_t beside_bytes = 0);
   // The kernel's join variant and parameters for `way`, and its input (`in`, or the residual
   // before the join).
   static void SetJoin(const JoinWay& way, const ResidualAdd& pre, F32 in, wgsl::MatvecVariant& v,

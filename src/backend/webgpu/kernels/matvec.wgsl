@@ -79,6 +79,17 @@ fn step_words(bind: array<u32, STREAMS>, base: array<u32, STREAMS>, q: u32, ins:
   }
   return w;
 }
+// Each stream's words of step word u of w, and of oct q alone.
+fn stream_words(w: array<OctWords, UNROLL * STREAMS>, u: u32) -> array<OctWords, STREAMS> {
+  var ws: array<OctWords, STREAMS>;
+  for (var s = 0u; s < STREAMS; s++) { ws[s] = w[u * STREAMS + s]; }
+  return ws;
+}
+fn stream_oct(bind: array<u32, STREAMS>, base: array<u32, STREAMS>, q: u32, ins: u32) -> array<OctWords, STREAMS> {
+  var ws: array<OctWords, STREAMS>;
+  for (var s = 0u; s < STREAMS; s++) { ws[s] = load(bind[s], base[s], q, ins); }
+  return ws;
+}
 fn decode(w: OctWords, e: u32) -> Oct {
   if (VEC) { return oct_of(MT, w, e); }
   return Oct(bitcast<vec4<f32>>(w.a), bitcast<vec4<f32>>(w.b), 1.0);
@@ -147,13 +158,13 @@ fn q8_word_at(r: u32, q: u32, octs: u32) -> vec4<u32> {
   return q8_in[r * octs + q];
 }
 
-// Q8W: acc[s][r] += stream s's oct q . row r's 8-bit input oct, four products an
-// instruction (dot4I8Packed): the nibbles of even and of odd elements against the input's, the
-// offset of 8 taken off through the oct's sum, then both scales.
-fn oct_dots_q8(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, w: array<OctWords, STREAMS>, e: array<u32, STREAMS>,
-               q: u32, rows: u32, octs: u32) {
+// Q8W: acc[s][r] += stream s's oct q (its words w[s], its row at element base[s]) . row r's 8-bit
+// input oct, four products an instruction (dot4I8Packed): the nibbles of even and of odd elements
+// against the input's, the offset of 8 taken off through the oct's sum, then both scales.
+fn oct_dots_q8(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, w: array<OctWords, STREAMS>,
+               base: array<u32, STREAMS>, q: u32, rows: u32, octs: u32) {
   for (var s = 0u; s < STREAMS; s++) {
-    let sc = unpack2x16float(w[s].a.x >> ((e[s] >> 1u) & 16u)).x;
+    let sc = unpack2x16float(w[s].a.x >> (((base[s] + 8u * q) >> 1u) & 16u)).x;
     let ev = w[s].a.y & 0x0f0f0f0fu;
     let od = (w[s].a.y >> 4u) & 0x0f0f0f0fu;
     for (var r = 0u; r < ROWS; r++) {
@@ -255,13 +266,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       loaded = false;
       for (var u = 0u; u < UNROLL; u++) {
         if (Q8W) {
-          var ws: array<OctWords, STREAMS>;
-          var es: array<u32, STREAMS>;
-          for (var s = 0u; s < STREAMS; s++) {
-            ws[s] = w[u * STREAMS + s];
-            es[s] = base[s] + 8u * (q + u * S);
-          }
-          oct_dots_q8(&acc, ws, es, q + u * S, rows, octs);
+          oct_dots_q8(&acc, stream_words(w, u), base, q + u * S, rows, octs);
           continue;
         }
         var os: array<Oct, STREAMS>;
@@ -271,13 +276,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
     for (; q < octs; q += S) {
       if (Q8W) {
-        var ws: array<OctWords, STREAMS>;
-        var es: array<u32, STREAMS>;
-        for (var s = 0u; s < STREAMS; s++) {
-          ws[s] = load(bind[s], base[s], q, ins);
-          es[s] = base[s] + 8u * q;
-        }
-        oct_dots_q8(&acc, ws, es, q, rows, octs);
+        oct_dots_q8(&acc, stream_oct(bind, base, q, ins), base, q, rows, octs);
         continue;
       }
       var os: array<Oct, STREAMS>;
@@ -321,25 +320,9 @@ fn gate_up_block(k: u32, local: u32, team: u32, lane: u32) {
     var q = lane;
     for (; q + (UNROLL - 1u) * S < octs; q += UNROLL * S) {
       let w = step_words(bind, base, q, ins);
-      for (var u = 0u; u < UNROLL; u++) {
-        var ws: array<OctWords, STREAMS>;
-        var es: array<u32, STREAMS>;
-        for (var s = 0u; s < STREAMS; s++) {
-          ws[s] = w[u * STREAMS + s];
-          es[s] = base[s] + 8u * (q + u * S);
-        }
-        oct_dots_q8(&acc, ws, es, q + u * S, rows, octs);
-      }
+      for (var u = 0u; u < UNROLL; u++) { oct_dots_q8(&acc, stream_words(w, u), base, q + u * S, rows, octs); }
     }
-    for (; q < octs; q += S) {
-      var ws: array<OctWords, STREAMS>;
-      var es: array<u32, STREAMS>;
-      for (var s = 0u; s < STREAMS; s++) {
-        ws[s] = load(bind[s], base[s], q, ins);
-        es[s] = base[s] + 8u * q;
-      }
-      oct_dots_q8(&acc, ws, es, q, rows, octs);
-    }
+    for (; q < octs; q += S) { oct_dots_q8(&acc, stream_oct(bind, base, q, ins), base, q, rows, octs); }
   }
   for (var r = 0u; r < ROWS; r++) {
     let s = team_sums(local, lane, vec4<f32>(acc[0][r], acc[STREAMS - 1u][r], 0.0, 0.0));
