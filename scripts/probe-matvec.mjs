@@ -107,26 +107,8 @@ ${LPF > SG ? `  if (li % ${SG}u == 0u) { part[li / ${SG}u] = acc; }
   }
 }`;
 }
-// A plain read of the matrix's bytes: each thread of a block of 256 xors K 16-byte words.
-const streamKernel = (K) => `
-struct P { outs: u32, ins: u32 }
-@group(0) @binding(0) var<storage, read> W: array<vec4<u32>>;
-@group(0) @binding(2) var<storage, read_write> O: array<f32>;
-@group(0) @binding(3) var<uniform> p: P;
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-  let n = p.outs * p.ins / 8u;
-  let i = wg.x * ${256 * K}u + li;
-  var s = vec4<u32>(0u);
-  for (var k = 0u; k < ${K}u; k++) { if (i + 256u * k < n) { s ^= W[i + 256u * k]; } }
-  if (s.x == 0x12345678u) { O[0] = f32(s.y); }
-}`;
-const emptyKernel = `
-@group(0) @binding(2) var<storage, read_write> O: array<f32>;
-@compute @workgroup_size(32)
-fn main(@builtin(local_invocation_index) li: u32) { if (li == 99u) { O[0] = 1.0; } }`;
 
-const { upload, readBack, pipelineOf } = gpuHelpers(device);
+const { upload, readBack, pipelineOf, baseEntries, timeRounds } = gpuHelpers(device);
 
 // Variants as [lanes a feature, features a lane group, loads in flight, { WG, staged, rw }] (WG
 // 256 unless given), each named from its values.
@@ -178,9 +160,6 @@ const random = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294
 const words = new Uint16Array(Math.max(...shapes.map(([, o, i]) => o * i)));
 for (let i = 0; i < words.length; i++) words[i] = 0x3c00 + Math.floor((random() + 0.5) * 1024) - 512;
 const align = device.limits.minStorageBufferOffsetAlignment;
-const emptyPipeline = await pipelineOf(emptyKernel);
-const streamPipelines = [await pipelineOf(streamKernel(4)), await pipelineOf(streamKernel(16))];
-const rounds = 2 * reps;  // the first half keeps the GPU busy until its clocks have risen
 for (const ROWS of rowsList) for (const [label, outs, ins] of shapes) {
   const bytes = outs * ins * 2;
   const stride = Math.ceil(bytes / align) * align;
@@ -193,9 +172,7 @@ for (const ROWS of rowsList) for (const [label, outs, ins] of shapes) {
   const bp = upload(new Uint32Array([outs, ins, 0, 0]), GPUBufferUsage.UNIFORM);
   // What is timed: the empty dispatch, the two reads, then every variant, each with an output
   // buffer and a bind group a copy of its own.
-  const entries = [{ name: 'empty', pipeline: emptyPipeline, groups: 1 },
-                   { name: 'read 4', pipeline: streamPipelines[0], groups: Math.ceil(bytes / 16 / 1024) },
-                   { name: 'read 16', pipeline: streamPipelines[1], groups: Math.ceil(bytes / 16 / 4096) }];
+  const entries = await baseEntries(bytes, 'p.outs * p.ins / 8u');
   const notes = [];  // the variants not timed, printed after the shape's line
   for (const v of variants) {
     if ((ins / 8) < v.LPF) {
@@ -215,40 +192,13 @@ for (const ROWS of rowsList) for (const [label, outs, ins] of shapes) {
     e.out = device.createBuffer({ size: ROWS * outs * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
     const layout = e.pipeline.getBindGroupLayout(0);
     e.binds = [...Array(copies).keys()].map((l) => device.createBindGroup({ layout, entries:
-      e.pipeline === emptyPipeline ? [{ binding: 2, resource: { buffer: e.out } }]
+      e.outputOnly ? [{ binding: 2, resource: { buffer: e.out } }]
         : [{ binding: 0, resource: { buffer: bw, offset: l * stride, size: bytes } },
            ...(e.v ? [{ binding: 1, resource: { buffer: bx } }] : []),
            { binding: 2, resource: { buffer: e.out } }, { binding: 3, resource: { buffer: bp } }] }));
   }
-  // Every round times each entry's pass of `copies` dispatches, starting one entry further on;
-  // the rounds go to the GPU back to back and are read once.
   const E = entries.length;
-  const queries = device.createQuerySet({ type: 'timestamp', count: 2 * E * rounds });
-  const resolved = device.createBuffer({ size: 16 * E * rounds, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
-  for (let r = 0; r < rounds; r++) {
-    const enc = device.createCommandEncoder();
-    for (let k = 0; k < E; k++) {
-      const e = (k + r) % E;
-      const q = 2 * (r * E + e);
-      const pass = enc.beginComputePass({ timestampWrites: { querySet: queries, beginningOfPassWriteIndex: q, endOfPassWriteIndex: q + 1 } });
-      pass.setPipeline(entries[e].pipeline);
-      for (let l = 0; l < copies; l++) {
-        pass.setBindGroup(0, entries[e].binds[l]);
-        pass.dispatchWorkgroups(entries[e].groups);
-      }
-      pass.end();
-    }
-    if (r === rounds - 1) enc.resolveQuerySet(queries, 0, 2 * E * rounds, resolved, 0);
-    device.queue.submit([enc.finish()]);
-  }
-  const t = new BigUint64Array(await readBack(resolved, 16 * E * rounds));
-  const us = entries.map((_, e) => {
-    const all = [...Array(reps).keys()].map((i) => {
-      const q = 2 * ((rounds - reps + i) * E + e);
-      return Number(t[q + 1] - t[q]) / 1e3 / copies;
-    }).sort((a, b) => a - b);
-    return all[Math.floor(reps / 2)];
-  });
+  const us = await timeRounds(entries, copies, reps);
   const read = Math.min(us[1], us[2]);
   console.log(`\n${label}, ${ROWS} row${ROWS > 1 ? 's' : ''}: ${outs} x ${ins}, ${(bytes / 1e6).toFixed(1)} MB, ${copies} copies; ` +
               `empty dispatch ${us[0].toFixed(2)} us, plain read ${read.toFixed(2)} us ` +
@@ -269,7 +219,6 @@ for (const ROWS of rowsList) for (const [label, outs, ins] of shapes) {
     console.log(`  ${entries[e].name.padEnd(32)} ${String(entries[e].groups).padStart(5)} groups: ${us[e].toFixed(2)} us, ` +
                 `${(us[e] / read).toFixed(2)}x the read, ${(bytes / us[e] / 1e3).toFixed(0)} GB/s${bad}`);
   }
-  for (const b of [bw, bx, bp, resolved, ...entries.map((e) => e.out)]) b.destroy();
-  queries.destroy();
+  for (const b of [bw, bx, bp, ...entries.map((e) => e.out)]) b.destroy();
 }
 device.destroy();

@@ -189,25 +189,8 @@ ${LPF > SG ? `  if (li % ${SG}u == 0u) { part[li / ${SG}u] = acc; }
   }
 }`;
 }
-const streamKernel = (K) => `
-struct P { outs: u32, ins: u32 }
-@group(0) @binding(0) var<storage, read> W: array<vec4<u32>>;
-@group(0) @binding(2) var<storage, read_write> O: array<f32>;
-@group(0) @binding(3) var<uniform> p: P;
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
-  let n = p.outs * (p.ins / 64u) * 9u / 4u;
-  let i = wg.x * ${256 * K}u + li;
-  var s = vec4<u32>(0u);
-  for (var k = 0u; k < ${K}u; k++) { if (i + 256u * k < n) { s ^= W[i + 256u * k]; } }
-  if (s.x == 0x12345678u) { O[0] = f32(s.y); }
-}`;
-const emptyKernel = `
-@group(0) @binding(2) var<storage, read_write> O: array<f32>;
-@compute @workgroup_size(32)
-fn main(@builtin(local_invocation_index) li: u32) { if (li == 99u) { O[0] = 1.0; } }`;
 
-const { upload, readBack, pipelineOf } = gpuHelpers(device);
+const { upload, readBack, pipelineOf, baseEntries, timeRounds } = gpuHelpers(device);
 const variants = [
   ['f32', 32, 4], ['f32', 64, 4], ['f32', 128, 4], ['f32', 64, 2], ['f32', 128, 2],
   ['dot4', 32, 4], ['dot4', 64, 4], ['dot4', 128, 4], ['dot4', 64, 2], ['dot4', 128, 2], ['dot4', 32, 8],
@@ -236,9 +219,6 @@ const f16Bits = (v) => {  // v a normal f16 value: its bits, rounded to nearest
 };
 const f16Value = (h) => (h & 0x8000 ? -1 : 1) * 2 ** (((h >>> 10) & 31) - 15) * (1 + (h & 1023) / 1024);
 const align = device.limits.minStorageBufferOffsetAlignment;
-const emptyPipeline = await pipelineOf(emptyKernel);
-const streamPipelines = [await pipelineOf(streamKernel(4)), await pipelineOf(streamKernel(16))];
-const rounds = 2 * reps;
 for (const ROWS of rowsList) for (const [label, outs, ins] of shapes) {
   const sbs = ins / 64;
   const wordsN = outs * sbs * 9;
@@ -311,9 +291,7 @@ for (const ROWS of rowsList) for (const [label, outs, ins] of shapes) {
   const bxq = upload(xq, GPUBufferUsage.STORAGE);
   const bd = upload(d, GPUBufferUsage.STORAGE);
   const bp = upload(new Uint32Array([outs, ins, 0, 0]), GPUBufferUsage.UNIFORM);
-  const entries = [{ name: 'empty', pipeline: emptyPipeline, groups: 1 },
-                   { name: 'read 4', pipeline: streamPipelines[0], groups: Math.ceil(bytes / 16 / 1024) },
-                   { name: 'read 16', pipeline: streamPipelines[1], groups: Math.ceil(bytes / 16 / 4096) }];
+  const entries = await baseEntries(bytes, 'p.outs * (p.ins / 64u) * 9u / 4u');
   const notes = [];
   for (const v of variants) {
     if (ins / (v.kind === 'run' ? 32 : 8) < v.LPF) {
@@ -339,37 +317,12 @@ for (const ROWS of rowsList) for (const [label, outs, ins] of shapes) {
       : e.v.kind === 'pdot4' ? [{ binding: 5, resource: { buffer: bxo } }]
       : [{ binding: 1, resource: { buffer: bxq } }, { binding: 4, resource: { buffer: bd } }];
     e.binds = R(copies).map((l) => device.createBindGroup({ layout, entries:
-      e.pipeline === emptyPipeline ? [{ binding: 2, resource: { buffer: e.out } }]
+      e.outputOnly ? [{ binding: 2, resource: { buffer: e.out } }]
         : [{ binding: 0, resource: { buffer: bw, offset: l * stride, size: bytes } }, ...input,
            { binding: 2, resource: { buffer: e.out } }, { binding: 3, resource: { buffer: bp } }] }));
   }
   const E = entries.length;
-  const queries = device.createQuerySet({ type: 'timestamp', count: 2 * E * rounds });
-  const resolved = device.createBuffer({ size: 16 * E * rounds, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
-  for (let r = 0; r < rounds; r++) {
-    const enc = device.createCommandEncoder();
-    for (let k = 0; k < E; k++) {
-      const e = (k + r) % E;
-      const q = 2 * (r * E + e);
-      const pass = enc.beginComputePass({ timestampWrites: { querySet: queries, beginningOfPassWriteIndex: q, endOfPassWriteIndex: q + 1 } });
-      pass.setPipeline(entries[e].pipeline);
-      for (let l = 0; l < copies; l++) {
-        pass.setBindGroup(0, entries[e].binds[l]);
-        pass.dispatchWorkgroups(Math.min(entries[e].groups, 32768), Math.ceil(entries[e].groups / 32768));
-      }
-      pass.end();
-    }
-    if (r === rounds - 1) enc.resolveQuerySet(queries, 0, 2 * E * rounds, resolved, 0);
-    device.queue.submit([enc.finish()]);
-  }
-  const t = new BigUint64Array(await readBack(resolved, 16 * E * rounds));
-  const us = entries.map((_, e) => {
-    const all = R(reps).map((i) => {
-      const q = 2 * ((rounds - reps + i) * E + e);
-      return Number(t[q + 1] - t[q]) / 1e3 / copies;
-    }).sort((a, b) => a - b);
-    return all[Math.floor(reps / 2)];
-  });
+  const us = await timeRounds(entries, copies, reps);
   const read = Math.min(us[1], us[2]);
   console.log(`\n${label}, ${ROWS} row${ROWS > 1 ? 's' : ''}: ${outs} x ${ins}, ${(bytes / 1e6).toFixed(1)} MB q4, ${copies} copies; ` +
               `empty dispatch ${us[0].toFixed(2)} us, plain read ${read.toFixed(2)} us ` +
@@ -392,7 +345,6 @@ for (const ROWS of rowsList) for (const [label, outs, ins] of shapes) {
     console.log(`  ${entries[e].name.padEnd(28)} ${String(entries[e].groups).padStart(6)} groups: ${us[e].toFixed(2)} us, ` +
                 `${(us[e] / read).toFixed(2)}x the read${bad}`);
   }
-  for (const b of [bw, bx, bxq, bxo, bd, bp, resolved, ...entries.map((e) => e.out)]) b.destroy();
-  queries.destroy();
+  for (const b of [bw, bx, bxq, bxo, bd, bp, ...entries.map((e) => e.out)]) b.destroy();
 }
 device.destroy();
