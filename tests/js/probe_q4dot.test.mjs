@@ -1,10 +1,10 @@
 // scripts/probe-q4dot.mjs on lavapipe, its shapes shrunk: each kind of q4 product asked for (the
 // f32 unpacking, 8-bit inputs by dot4I8Packed an oct or a group a lane, made apart or staged by
 // the workgroup over several blocks of features; the weights and input bound as the runtime binds
-// them) is timed for every shape and rows count, and its
-// sampled outputs match the float64 products of its input (a wrong one would print WRONG and exit
-// 1). Bad options are refused, naming the option. What it measures means something only on a GPU
-// (docs/PERFORMANCE.md has the H200's).
+// them) is timed for every shape and rows count, and its sampled outputs match the float64
+// products of its input (a wrong one would print WRONG and exit 1). Bad options are refused,
+// naming the option. What it measures means something only on a GPU (docs/PERFORMANCE.md has the
+// H200's).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';

@@ -158,32 +158,54 @@ void RunProducts(Backend& gpu, Backend& cpu) {
     MatMul(gpu, cpu, "matmul_many_features_", dt, rows, outs, ins);
   }
   // The input rounded to 8 bits (the q4 LM head): q4 over a few rows takes it as 8-bit words made
-  // once (one row, three, eight; two features a team over very many features); more rows, an input
-  // not read 16 bytes at a time and other types round it in place of a copy before the product.
-  for (auto [rows, outs, ins] : {std::tuple{1, 45, 96}, {3, 45, 96}, {8, 13, 64}, {9, 45, 64}, {1, 65537, 128},
-                                       {3, 65537, 128}}) {
+  // once (one row, three, five and eight in the 8-row kernel; two features a team over very many
+  // features; rows long enough for the loop's unrolled steps and for two teams a feature); more
+  // rows, an input not read 16 bytes at a time and other types copy it, round the copy and take
+  // the plain product.
+  for (auto [rows, outs, ins] : {std::tuple{1, 45, 96}, {3, 45, 96}, {5, 13, 64}, {8, 13, 64}, {9, 45, 64},
+                                 {1, 45, 1536}, {3, 45, 2048}, {1, 65537, 128}, {3, 65537, 128}, {1, 65537, 512}}) {
     RoundedInput(gpu, cpu, "matmul_rounded_", DType::kQ4, rows, outs, ins);
   }
   RoundedInput(gpu, cpu, "matmul_rounded_", DType::kQ4, 1, 45, 96, 3);
   RoundedInput(gpu, cpu, "matmul_rounded_", DType::kBF16, 3, 45, 96);
   // An oct holding a NaN (row 0) or an infinity (row 1) makes every product of its row NaN, as
-  // the reference's rounding does; row 2 stays finite. GateUp's words are made in its kernel.
+  // the reference's rounding does; row 2 stays finite: over 8-bit words (three rows), copied and
+  // rounded apart (nine rows, the tiles; an odd offset), and in GateUp's kernel, whose input is
+  // finite until its norm's weight puts a NaN in one oct after the norm.
   Case("rounded_not_finite_Q4", gpu, cpu, 0.0, [&](Side& s) {
-    const int rows = 3, outs = 45, ins = 96;
+    const int outs = 45, ins = 96;
     Weight w = s.Matrix(outs, ins, DType::kQ4), w2 = s.Matrix(outs, ins, DType::kQ4);
-    Weight norm = s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16);
-    std::vector<float> v = Random(rows * ins);
-    v[19] = std::nanf("");
-    v[ins + 40] = INFINITY;
-    F32 x = s.Floats(v), y = s.Floats(std::vector<float>(rows * outs)), g = s.Floats(std::vector<float>(outs));
-    F32 scratch = s.Floats(std::vector<float>(rows * ins)), up = s.Floats(std::vector<float>(outs));
-    s.be->MatMulRoundedInput(y, x, scratch, w, rows);
-    s.be->GateUp(g, up, scratch, x, norm, 1e-6f, w, w2, 1);
-    std::vector<float> r = s.Read(y, rows * outs);
+    std::vector<float> nw = Random(ins);
+    nw[50] = std::nanf("");
+    Weight norm = s.MakeWeight(nw, 1, 1, ins, DType::kF32);
+    std::vector<float> r;
+    for (auto [rows, offset] : {std::pair{3, 0}, {9, 0}, {3, 1}}) {
+      std::vector<float> v = Random(offset + rows * ins);
+      v[offset + 19] = std::nanf("");
+      v[offset + ins + 40] = INFINITY;
+      F32 x = s.Floats(v).At(offset), y = s.Floats(std::vector<float>(rows * outs));
+      s.be->MatMulRoundedInput(y, x, s.Floats(std::vector<float>(rows * ins)), w, rows);
+      Append(r, s.Read(y, rows * outs));
+    }
+    F32 x = s.Floats(Random(ins)), g = s.Floats(std::vector<float>(outs)), up = s.Floats(std::vector<float>(outs));
+    s.be->GateUp(g, up, s.Floats(std::vector<float>(ins)), x, norm, 1e-6f, w, w2, 1);
     Append(r, s.Read(g, outs));
     for (float& f : r) f = std::isnan(f) ? 1.0f : std::isfinite(f) ? 0.0f : 2.0f;
     return r;
   });
+  // Over q4 weights and a few rows of whole octs the product takes the 8-bit words: two
+  // dispatches (the words, the product), where copying and rounding apart takes three.
+  if (Selected("rounded_takes_words_Q4")) {
+    Side s{&gpu, {}, {}};
+    Weight w = s.Matrix(45, 96, DType::kQ4);
+    F32 x = s.Floats(Random(3 * 96)), y = s.Floats(std::vector<float>(3 * 45)),
+        scratch = s.Floats(std::vector<float>(3 * 96));
+    const uint64_t before = gpu.dispatches();
+    gpu.MatMulRoundedInput(y, x, scratch, w, 3);
+    const uint64_t took = gpu.dispatches() - before;
+    s.Read(y, 3 * 45);  // the recorded work runs before its buffers go
+    Expect("rounded_takes_words_Q4", took == 2, std::to_string(took) + " dispatches");
+  }
   Case("norm_matmul_many_features_" + Shape(DType::kBF16, 3, 65537, 40), gpu, cpu, 1e-10, [&](Side& s) {
     Weight w = s.Matrix(65537, 40, DType::kBF16), norm = s.MakeWeight(Random(40), 1, 1, 40, DType::kBF16);
     F32 x = s.Floats(Random(3 * 40, 3.0f)), y = s.Floats(std::vector<float>(3 * 65537)),

@@ -18,8 +18,9 @@ struct Tuning {
   uint64_t fill = 264;
   // Teams of 32 threads a matrix-vector dispatch has at least, features permitting.
   uint64_t teams = 4096;
-  // Output features from which a product over 2 to 8 rows gives each team two (an input read
-  // then serves both; with fewer features the halved number of teams costs more).
+  // Output features from which a product over 2 to 8 rows, or over 8-bit input words at any
+  // rows, gives each team two (an input read then serves both; with fewer features the halved
+  // number of teams costs more).
   int64_t rows_features = 65536;
   // Bytes of workgroup memory a matrix-vector kernel may stage its rows' input in: the device's
   // maxComputeWorkgroupStorageSize less what the kernel's own reductions take.
@@ -47,7 +48,9 @@ constexpr uint32_t kGateUpQ8Blocks = 2;
 // the rows' kernel's rows of whole octs, or 0 where they do not fit.
 uint32_t Q8Octs(const Tuning& t, int rows, int64_t ins, uint32_t stage_floats);
 // The bytes of those words: 16 an oct of the rows' kernel's rows.
-inline uint64_t Q8Bytes(int rows, int64_t ins) { return 16ull * static_cast<uint64_t>(RowsVariant(rows)) * static_cast<uint64_t>(ins) / 8; }
+inline uint64_t Q8Bytes(int rows, int64_t ins) {
+  return 16ull * static_cast<uint64_t>(RowsVariant(rows)) * static_cast<uint64_t>(ins) / 8;
+}
 
 // Where a matrix-vector product makes a pending residual join over `rows` rows of `ins` inputs.
 // kOnTheWay: as it reads its input (PRE), every lane summing the join's parts with its weights;

@@ -12,6 +12,9 @@ struct Params {
   b: u32,
   s: f32,
 }
+// An oct holding a NaN or an infinity keeps a NaN whatever m a max that ignores NaN gives: a NaN
+// stays NaN rounded or left, an infinite m makes its values 0 x inf; a product it enters is NaN, as
+// the reference's is.
 fn round_oct(k: u32) {
   let per = (P.b + 7u) / 8u;
   let c0 = (k % per) * 8u;

@@ -12,7 +12,7 @@
 //! uses weights, team, residual_join, residual_stage, kv_norm, q8_stage
 //! variant ROWS: u32  rows the kernel is compiled for (P.rows <= ROWS): 1 to 4, or 8
 //! variant TEAMS: u32  teams of 32 threads an output feature: 1, 2, 4 or 8
-//! variant FEATS: u32  output features a team: 1, or 2 (very many features over several rows)
+//! variant FEATS: u32  output features a team: 1, or 2 (very many features over several rows, or over 8-bit words)
 //! variant GATE_UP: bool  out = gelu_tanh(W1 . h) * (W2 . h), h the normed input (the MLP)
 //! variant TWO: bool  features from P.first on are W2's rows, written to P.dst2 (keys and values)
 //! variant NORMED: bool  the input rms-normed with W3 on the way in

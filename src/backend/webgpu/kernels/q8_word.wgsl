@@ -3,13 +3,12 @@
 // matvec.wgsl's oct_dots_q8 reads: the 8-bit values of the oct's even elements, of its odd ones
 // (as q4's nibbles lie), d, and d times the sum of its values. An oct of zeros is a word of
 // zeros. An oct holding a NaN or an infinity gets a NaN scale, so that every product it enters
-// is NaN, as the reference's are (its rounded values are NaN there); the bits are read, since
-// max and comparisons may be compiled as though no NaN existed.
+// is NaN, as the reference's are; the bits are read, since max and comparisons may be compiled
+// as though no NaN existed.
 fn q8_word(v: mat2x4<f32>) -> vec4<u32> {
   let e = vec4<u32>(0x7f800000u);
   if (any((bitcast<vec4<u32>>(v[0]) & e) == e) || any((bitcast<vec4<u32>>(v[1]) & e) == e)) {
-    let nan = 0x7fc00000u;  // a let: a NaN made by a constant expression is an error
-    return vec4<u32>(0u, 0u, nan, nan);
+    return vec4<u32>(0u, 0u, 0x7fc00000u, 0x7fc00000u);  // a quiet NaN's bits
   }
   let mv = max(abs(v[0]), abs(v[1]));
   let m = max(max(mv.x, mv.y), max(mv.z, mv.w));
