@@ -206,6 +206,20 @@ void RunProducts(Backend& gpu, Backend& cpu) {
     s.Read(y, 3 * 45);  // the recorded work runs before its buffers go
     Expect("rounded_takes_words_Q4", took == 2, std::to_string(took) + " dispatches");
   }
+  // A weight freed after a product that binds it is recorded and before anything reads: the
+  // product still runs (the list is handed over first) and the read that follows succeeds.
+  if (Selected("weight_freed_while_recorded")) {
+    Side s{&gpu, {}, {}};
+    F32 x = s.Floats(Random(64)), y = s.Floats(std::vector<float>(13));
+    {
+      Side t{&gpu, {}, {}};
+      gpu.MatMul(y, x, t.Matrix(13, 64, DType::kBF16), 1);
+    }
+    std::vector<float> got(13);
+    const Status st = gpu.Download(*y.buffer, y.offset * 4, got.data(), got.size() * 4);
+    const bool finite = std::all_of(got.begin(), got.end(), [](float v) { return std::isfinite(v) && v != 0.0f; });
+    Expect("weight_freed_while_recorded", st.ok() && finite, st.ok() ? "products not made" : st.message());
+  }
   Case("norm_matmul_many_features_" + Shape(DType::kBF16, 3, 65537, 40), gpu, cpu, 1e-10, [&](Side& s) {
     Weight w = s.Matrix(65537, 40, DType::kBF16), norm = s.MakeWeight(Random(40), 1, 1, 40, DType::kBF16);
     F32 x = s.Floats(Random(3 * 40, 3.0f)), y = s.Floats(std::vector<float>(3 * 65537)),

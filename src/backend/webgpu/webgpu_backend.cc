@@ -118,14 +118,19 @@ Result<std::unique_ptr<Buffer>> WebGpuBackend::Allocate(size_t bytes) {
   return std::unique_ptr<Buffer>(std::move(b));
 }
 
+Result<std::unique_ptr<Buffer>> WebGpuBackend::Owned(Result<std::unique_ptr<Buffer>> b) {
+  if (b.ok()) static_cast<WeightBuffer*>(b->get())->set_before_destroy(hand_over_);
+  return b;
+}
+
 Result<std::unique_ptr<Buffer>> WebGpuBackend::LoadWeights(const Reader& source, uint64_t offset, uint64_t size) {
-  return UploadWeights(source, offset, size, weight_binding_limit_);
+  return Owned(UploadWeights(source, offset, size, weight_binding_limit_));
 }
 
 Result<std::unique_ptr<Buffer>> WebGpuBackend::LoadQuantizedWeights(DType type, uint64_t elements,
                                                                     const Reader& values, uint64_t values_offset,
                                                                     const Reader& scales, uint64_t scales_offset) {
-  return UploadQuantized(type, elements, values, values_offset, scales, scales_offset, weight_binding_limit_);
+  return Owned(UploadQuantized(type, elements, values, values_offset, scales, scales_offset, weight_binding_limit_));
 }
 
 Status WebGpuBackend::Upload(Buffer& dst, size_t offset, const void* src, size_t bytes) {

@@ -174,6 +174,12 @@ class WebGpuBackend final : public Backend {
   uint64_t weight_binding_limit_;
   Arena arena_;
   CommandList cmds_;
+  // What a weight buffer calls before it is destroyed: the recorded list handed over (a weight's
+  // buffers may be freed between recording and the read that would hand it over).
+  std::shared_ptr<const std::function<void()>> hand_over_ =
+      std::make_shared<const std::function<void()>>([this] { cmds_.Submit(); });
+  // A weight's buffer, handed over before it is destroyed.
+  Result<std::unique_ptr<Buffer>> Owned(Result<std::unique_ptr<Buffer>> b);
   std::optional<ShaderLibrary> lib_;
   Tuning tuning_;
   Status error_;  // an op that could not be recorded; reported by the next read

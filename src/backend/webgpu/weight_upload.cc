@@ -27,6 +27,7 @@ Result<std::vector<uint32_t>> MakeBuffers(const std::vector<uint64_t>& sizes, ui
 }  // namespace
 
 WeightBuffer::~WeightBuffer() {
+  if (const auto f = before_destroy_.lock()) (*f)();
   for (uint32_t id : ids_) g4_gpu_destroy_buffer(id);
 }
 

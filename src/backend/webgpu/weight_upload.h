@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -20,10 +21,14 @@ class WeightBuffer final : public Buffer {
   uint32_t id(size_t chunk = 0) const { return ids_[chunk]; }
   size_t chunks() const { return ids_.size(); }
   uint64_t chunk_bytes() const { return chunk_bytes_; }
+  // Called before the GPU buffers are destroyed, if its owner still lives: the backend hands over
+  // the dispatches it has recorded, which may bind them, so that none is run after they are gone.
+  void set_before_destroy(std::weak_ptr<const std::function<void()>> f) { before_destroy_ = std::move(f); }
 
  private:
   std::vector<uint32_t> ids_;
   uint64_t chunk_bytes_;
+  std::weak_ptr<const std::function<void()>> before_destroy_;
 };
 
 // Chunks of a split weight are a multiple of this many bytes: no oct of eight elements of any
