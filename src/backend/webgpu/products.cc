@@ -91,7 +91,7 @@ void WebGpuBackend::MatVec(F32 out, F32 in, const Weight& w, const Weight* norm,
     p.mul_stride = mul_stride;
   }
   // Several rows over very many 16-bit or q4 features (verification's LM head), or any rows over
-  // 8-bit words: two features a team, each input word read once for both.
+  // 8-bit words: two features a team, each input word serving both.
   const bool paired = Is16Bit(w.dtype) || w.dtype == DType::kQ4;
   v.feats = vec && (rows > 1 || words) && !fused && paired && w.rows >= tuning_.rows_features ? 2 : 1;
   const TeamSplit t = vec ? TeamsPerFeature(tuning_, (w.rows + v.feats - 1) / v.feats, w.cols)
