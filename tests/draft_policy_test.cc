@@ -11,16 +11,23 @@ namespace {
 
 // A decoder with a plain step of `step` us, a round of k drafts of step + verify + k * draft us,
 // and draft j (of a round whose drafts before it were accepted) accepted with alpha[j - 1]. The
-// first time each kind of work runs it takes 20 times longer (kernels compiling).
+// first time each kind of work runs it takes 20 times longer (kernels compiling); `stall` is
+// added once to the next plain step (the thread descheduled).
 struct FakeDecoder {
   double step = 10.0, verify = 2.0, draft = 3.0;
   std::vector<double> alpha;
   std::mt19937 rng{1234};
   std::vector<bool> warm = std::vector<bool>(16, false);
   double compiling = 0.0;  // the time spent on first runs beyond their steady time
+  double stall = 0.0, stalled = 0.0;
 
   double Time(int k) {
-    const double t = k == 0 ? step : step + verify + draft * k;
+    double t = k == 0 ? step : step + verify + draft * k;
+    if (k == 0) {
+      t += stall;
+      stalled += stall;
+      stall = 0.0;
+    }
     if (warm[k]) return t;
     warm[k] = true;
     compiling += 19.0 * t;
@@ -102,6 +109,33 @@ TEST(DraftPolicy, UselessDraftsCostAlmostNothing) {
     EXPECT_GT(last, static_cast<int>(r.ks.size()) - 2 * DraftPolicy::kMaxProbeInterval) << "probes stopped";
     EXPECT_LE(widest, DraftPolicy::kMaxProbeInterval + 1);
     EXPECT_LT(policy.ExpectedTokens(1), 1.1);
+  }
+}
+
+// A stall while plain steps are timed does not make useless drafts look worth it: the policy
+// keeps to plain steps, within 4% of plain decoding's time besides the stalls. A stall in the
+// first measurement of a step costs at most the rounds before the step is timed again.
+TEST(DraftPolicy, AStallDoesNotBringDraftsBack) {
+  for (int first : {3, 100}) {
+    DraftPolicy policy(2, DraftPolicyKind::kAdaptive);
+    FakeDecoder d;
+    d.alpha = {0.0};
+    const int tokens = 1000;
+    const std::vector<int> at = {first, 500};
+    size_t stalls = 0;
+    const Trace r = Decode(policy, d, tokens, [&](int emitted) {
+      if (stalls < at.size() && emitted >= at[stalls]) {
+        d.stall = 500 * d.step;
+        ++stalls;
+      }
+    });
+    EXPECT_EQ(d.stalled, 1000 * d.step);
+    int rounds = 0;
+    for (int k : r.ks) rounds += k > 0;
+    const int lost = first == 3 ? DraftPolicy::kMaxProbeInterval : 0;
+    EXPECT_LT(rounds, 30 + lost) << "first stall at " << first;
+    EXPECT_LT(r.time - d.compiling - d.stalled, 1.04 * tokens * d.step + lost * (d.verify + 2 * d.draft))
+        << "first stall at " << first;
   }
 }
 

@@ -12,6 +12,22 @@ constexpr double kDecay = 0.92;
 constexpr double kPriorAccepted = 0.5, kPriorReached = 1.0;
 // Weight of each new cost measurement against the smoothed one.
 constexpr double kCostWeight = 0.3;
+// Stalls (the thread descheduled, a collection) only add time, and are not the cost of the
+// work: a measurement counts as at most this many times the smoothed cost, and one below the
+// smoothed cost by that factor replaces it (the estimate held a stall). A real change in cost,
+// which comes gradually with the context's growth, still moves the estimate by kCostWeight.
+constexpr double kMaxCostJump = 2.0;
+
+// Adds the `sample`-th measurement (from 1) of a cost: the first warms up and is dropped, the
+// second sets it.
+void Smooth(double& cost, int sample, double micros) {
+  if (sample < 2) return;
+  if (sample == 2 || micros * kMaxCostJump < cost) {
+    cost = micros;
+  } else {
+    cost += kCostWeight * (std::min(micros, kMaxCostJump * cost) - cost);
+  }
+}
 
 }  // namespace
 
@@ -98,11 +114,7 @@ void DraftPolicy::RecordRound(int k, int accepted, double micros) {
     if (j <= accepted) accepted_[j] += 1.0;
   }
   ++rounds_since_plain_;
-  if (++samples_[k] == 2) {
-    cost_[k] = micros;
-  } else if (samples_[k] > 2) {
-    cost_[k] += kCostWeight * (micros - cost_[k]);
-  }
+  Smooth(cost_[k], ++samples_[k], micros);
   // A round after plain steps is a probe: if drafting still does not pay, probe less often,
   // unless every draft was accepted (the drafts may have turned good: look again soon).
   const bool probe = plain_since_probe_ > 0;
@@ -119,12 +131,7 @@ void DraftPolicy::RecordPlain(int steps, double micros) {
   if (steps < 1) return;
   plain_since_probe_ += steps;
   rounds_since_plain_ = 0;
-  const double per_step = micros / steps;
-  if (++samples_[0] == 2) {
-    cost_[0] = per_step;
-  } else if (samples_[0] > 2) {
-    cost_[0] += kCostWeight * (per_step - cost_[0]);
-  }
+  Smooth(cost_[0], ++samples_[0], micros / steps);
 }
 
 }  // namespace g4

@@ -64,6 +64,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
   st.rounds_per_k.assign(k + 1, 0);
   if (options.max_new_tokens == 0) return result;
   DraftPolicy policy(k, speculative.policy);
+  const std::function<int64_t()> cost_clock = speculative.clock ? speculative.clock : MonotonicMicros;
 
   Backend& be = target.backend();
   const int H = target.config().hidden, V = target.config().vocab;
@@ -154,7 +155,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     int started = 0, finished = 0;
     double busy_us = 0.0;
     while (finished < n && !done) {
-      const int64_t t0 = MonotonicMicros();
+      const int64_t t0 = cost_clock();
       while (started < n && started - finished <= ahead) {
         G4_RETURN_IF_ERROR(target.ForwardArgmaxOnDevice(slots.tokens.At(started % 2), 1, *cache, 1,
                                                         slots.tokens.At((started + 1) % 2)));
@@ -165,7 +166,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
       float id = 0.0f;
       G4_RETURN_IF_ERROR(reads.front()->Finish(&id));
       reads.pop_front();
-      busy_us += static_cast<double>(MonotonicMicros() - t0);
+      busy_us += static_cast<double>(cost_clock() - t0);
       RoundTrace round;
       round.position = cache->length() - (started - finished);
       round.seed = seed;
@@ -198,7 +199,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
       continue;
     }
     int nd = std::min(want, remaining - 1);
-    const int64_t round_t0 = MonotonicMicros();
+    const int64_t round_t0 = cost_clock();
     RoundTrace round;
     round.position = p;
     round.seed = seed;
@@ -267,7 +268,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
       }
     }
     // The policy learns from rounds it chose whole (and, off the backend, from plain steps).
-    const double round_us = static_cast<double>(MonotonicMicros() - round_t0);
+    const double round_us = static_cast<double>(cost_clock() - round_t0);
     if (nd > 0 && nd == want) {
       policy.RecordRound(nd, m, round_us);
     } else if (want == 0) {

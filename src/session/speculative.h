@@ -32,6 +32,10 @@ Status RecordGreedyRound(Model& target, Assistant& assistant, KvCache& cache, F3
 struct SpeculativeOptions {
   int max_drafts = 2;  // K: the drafts of a round, at most
   DraftPolicyKind policy = DraftPolicyKind::kAdaptive;
+  // Microseconds the adaptive policy reads the cost of rounds and steps from; empty: the
+  // monotonic clock. A clock that counts only this thread's work makes the choices independent
+  // of what else the machine runs.
+  std::function<int64_t()> clock;
 };
 
 // Rounds of at most K drafts as `speculative.policy` chooses them (a round with no drafts is a
