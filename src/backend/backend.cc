@@ -71,7 +71,7 @@ void Backend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, const 
                      const Weight& gate, const Weight& up, int rows, const ResidualAdd& pre) {
   if (pre.present()) AddRmsNormTo(pre, rows, static_cast<int>(gate.cols));
   RmsNorm(normed_scratch, in, norm, rows, static_cast<int>(gate.cols), eps);
-  if (gate.dtype == DType::kQ4) RoundOcts(normed_scratch, rows, static_cast<int>(gate.cols));
+  if (TakesRoundedInput(gate.dtype)) RoundOcts(normed_scratch, rows, static_cast<int>(gate.cols));
   MatMul(out, normed_scratch, gate, rows);
   MatMul(up_scratch, normed_scratch, up, rows);
   GeluMul(out, out, up_scratch, rows, static_cast<int>(gate.rows), static_cast<int>(up.rows));

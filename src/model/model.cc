@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/quant.h"
 #include "model/layer.h"
 
 namespace g4 {
@@ -234,7 +235,7 @@ Result<F32> Model::Head(int n, int rows) {
   const F32 h = Scratch(kH).At(static_cast<size_t>(n - rows) * c.hidden);
   // A q4 head takes its input rounded to 8 bits an oct (docs/QUANTIZATION.md); the normed
   // hidden rows stay as they are for the assistant.
-  if (head.dtype == DType::kQ4) {
+  if (TakesRoundedInput(head.dtype)) {
     backend_.MatMulRoundedInput(out_logits, h, Scratch(kO), head, rows);
   } else {
     backend_.MatMul(out_logits, h, head, rows);

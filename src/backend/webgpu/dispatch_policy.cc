@@ -29,9 +29,8 @@ uint32_t StageFloats(const Tuning& t, int rows, int64_t ins) {
 }
 
 uint32_t Q8Octs(const Tuning& t, int rows, int64_t ins, uint32_t stage_floats) {
-  return ins % 8 == 0 && 4ull * stage_floats + Q8Bytes(rows, ins) <= t.stage_bytes
-             ? static_cast<uint32_t>(Q8Bytes(rows, ins) / 16)
-             : 0;
+  const uint64_t bytes = Q8Bytes(rows, ins);
+  return ins % 8 == 0 && 4ull * stage_floats + bytes <= t.stage_bytes ? static_cast<uint32_t>(bytes / 16) : 0;
 }
 
 JoinPlace JoinPlaceFor(const Tuning& t, int rows, int64_t ins, bool gate_up) {

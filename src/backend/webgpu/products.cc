@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "backend/webgpu/webgpu_backend.h"
+#include "base/quant.h"
 
 namespace g4::webgpu {
 
@@ -245,7 +246,7 @@ void WebGpuBackend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, 
   // memory beside the join's stage where both fit, beside none (the join made apart) where only
   // the 8-bit words do, else apart before the products.
   const bool vec = Vec(gate, in);
-  const bool q4 = gate.dtype == DType::kQ4;
+  const bool q4 = TakesRoundedInput(gate.dtype);
   if (rows > kMaxVecRows || !norm.present() || Bindings(norm) > 1 || Bindings(gate) > 1 || Bindings(up) > 1 ||
       gate.dtype != up.dtype || gate.rows != up.rows || gate.cols != up.cols ||
       (q4 && (!vec || Q8Octs(tuning_, rows, gate.cols, 0) == 0))) {

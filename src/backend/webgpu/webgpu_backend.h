@@ -137,6 +137,8 @@ class WebGpuBackend final : public Backend {
   std::pair<uint32_t, uint32_t> RopeTables(std::span<const float> inv_freq, std::span<const int64_t> positions);
   void Elementwise(uint32_t op, size_t count, F32 out, F32 a, F32 b, float s);
   void Fill(F32 out, size_t count, float v) { Elementwise(4, count, out, out, out, v); }
+  // A weight's buffer, set to hand the recorded list over before it is destroyed (hand_over_).
+  Result<std::unique_ptr<Buffer>> Owned(Result<std::unique_ptr<Buffer>> b);
 
   // --- products (products.cc)
   // How matvec.wgsl makes a pending residual join (JoinPlaceFor): as it reads its input (PRE),
@@ -178,8 +180,6 @@ class WebGpuBackend final : public Backend {
   // buffers may be freed between recording and the read that would hand it over).
   std::shared_ptr<const std::function<void()>> hand_over_ =
       std::make_shared<const std::function<void()>>([this] { cmds_.Submit(); });
-  // A weight's buffer, handed over before it is destroyed.
-  Result<std::unique_ptr<Buffer>> Owned(Result<std::unique_ptr<Buffer>> b);
   std::optional<ShaderLibrary> lib_;
   Tuning tuning_;
   Status error_;  // an op that could not be recorded; reported by the next read
