@@ -132,7 +132,7 @@ TEST(DraftPolicy, AStallDoesNotBringDraftsBack) {
     EXPECT_EQ(d.stalled, 1000 * d.step);
     int rounds = 0;
     for (int k : r.ks) rounds += k > 0;
-    const int lost = first == 3 ? DraftPolicy::kMaxProbeInterval : 0;
+    const int lost = first == 3 ? DraftPolicy::kMinProbeInterval : 0;
     EXPECT_LT(rounds, 30 + lost) << "first stall at " << first;
     EXPECT_LT(r.time - d.compiling - d.stalled, 1.04 * tokens * d.step + lost * (d.verify + 2 * d.draft))
         << "first stall at " << first;
@@ -153,8 +153,9 @@ TEST(DraftPolicy, GoodDraftsDraftTheMaximum) {
     plain += k == 0;
   }
   EXPECT_GT(full, 0.95 * rounds);
-  // Plain steps only to measure one's cost: a few at first, a few every kMaxProbeInterval rounds.
-  EXPECT_LE(plain, 1 + DraftPolicy::kStepSample * (1 + rounds / DraftPolicy::kMaxProbeInterval));
+  // Plain steps only to measure one's cost: a few at first, a few after 8, 16 and 32 rounds, then
+  // every kMaxProbeInterval rounds.
+  EXPECT_LE(plain, 1 + DraftPolicy::kStepSample * (4 + rounds / DraftPolicy::kMaxProbeInterval));
   EXPECT_LT(r.time - d.compiling, 1.03 * (rf.time - f.compiling));
   EXPECT_LT(rf.time - f.compiling, 0.6 * 1000 * d.step);  // drafting pays here
 }

@@ -91,7 +91,7 @@ int DraftPolicy::Next() const {
   if (!Measured(0)) return 0;
   const int best = Best(0);
   // While drafting pays, a few plain steps now and then keep the cost of a step current.
-  if (best > 0) return rounds_since_plain_ < kMaxProbeInterval ? best : 0;
+  if (best > 0) return rounds_since_plain_ < step_interval_ ? best : 0;
   // Drafting does not pay: plain steps, and now and then a probe round with the best count.
   return plain_since_probe_ < probe_interval_ ? 0 : Best(1);
 }
@@ -132,6 +132,7 @@ void DraftPolicy::RecordPlain(int steps, double micros) {
   plain_since_probe_ += steps;
   rounds_since_plain_ = 0;
   Smooth(cost_[0], ++samples_[0], micros / steps);
+  if (Measured(0) && Measured(max_drafts_) && Best(0) > 0) step_interval_ = std::min(2 * step_interval_, kMaxProbeInterval);
 }
 
 }  // namespace g4

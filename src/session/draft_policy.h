@@ -23,7 +23,8 @@ class DraftPolicy {
  public:
   // Plain steps between probe rounds while no drafting pays: doubled after each probe that does
   // not change that, back to the least once drafting pays again. While drafting pays, a few plain
-  // steps after this many rounds re-measure the cost of a step.
+  // steps re-measure the cost of a step after as many rounds, doubled after each re-measure that
+  // leaves drafting paying (so that a first measurement that caught a stall is soon replaced).
   static constexpr int kMinProbeInterval = 8;
   static constexpr int kMaxProbeInterval = 64;
   // Plain steps timed together when the cost of a step is first measured (after one to warm up).
@@ -61,6 +62,7 @@ class DraftPolicy {
   int plain_since_probe_ = 0;   // plain steps since the last round with drafts
   int rounds_since_plain_ = 0;  // rounds with drafts since the last plain step
   int probe_interval_ = kMinProbeInterval;
+  int step_interval_ = kMinProbeInterval;  // rounds between re-measures of a step while drafting pays
 };
 
 }  // namespace g4
