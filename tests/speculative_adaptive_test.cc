@@ -187,6 +187,22 @@ TEST_F(AdaptiveTest, UselessDraftsGiveWayToPlainSteps) {
   EXPECT_GE(fixed->stats.rounds_per_k[2], fixed->stats.rounds - 2);
 }
 
+// The policy reads its costs from the clock it is given: one that does not move measures nothing,
+// and the policy drafts K every round, as before any cost is known (on the wall clock it gives
+// useless drafts up, above).
+TEST_F(AdaptiveTest, CostsComeFromTheGivenClock) {
+  GenerateOptions o;
+  o.max_new_tokens = 60;
+  o.stop_ids = {-1};
+  auto r = GenerateSpeculative(*target_, *useless_, std::vector<int32_t>{2, 40, 41, 42}, o,
+                               SpeculativeOptions{2, DraftPolicyKind::kAdaptive, [] { return int64_t{7}; }});
+  auto fixed = GenerateSpeculative(*target_, *useless_, std::vector<int32_t>{2, 40, 41, 42}, o, 2);
+  ASSERT_TRUE(r.ok() && fixed.ok());
+  ExpectConsistentCounters(*r, 2);
+  EXPECT_EQ(r->stats.drafted_per_round, fixed->stats.drafted_per_round);
+  EXPECT_GE(r->stats.rounds_per_k[2], r->stats.rounds - 2);
+}
+
 // The first rounds draft the maximum (they measure acceptance and cost), as the fixed policy
 // does: on a prompt the assistant was distilled on, with drafts accepted.
 TEST_F(AdaptiveTest, FirstRoundsDraftTheMaximum) {

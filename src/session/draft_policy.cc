@@ -12,19 +12,22 @@ constexpr double kDecay = 0.92;
 constexpr double kPriorAccepted = 0.5, kPriorReached = 1.0;
 // Weight of each new cost measurement against the smoothed one.
 constexpr double kCostWeight = 0.3;
-// Stalls (the thread descheduled, a collection) only add time, and are not the cost of the
-// work: a measurement counts as at most this many times the smoothed cost, and one below the
-// smoothed cost by that factor replaces it (the estimate held a stall). A real change in cost,
-// which comes gradually with the context's growth, still moves the estimate by kCostWeight.
+// A later measurement counts as at most this many times the smoothed cost: a stall (the thread
+// descheduled, a collection) is not the cost of the work, while a real change in cost, which
+// comes gradually with the context's growth, still moves the estimate by kCostWeight.
 constexpr double kMaxCostJump = 2.0;
 
-// Adds the `sample`-th measurement (from 1) of a cost: the first warms up and is dropped, the
-// second sets it.
-void Smooth(double& cost, int sample, double micros) {
-  if (sample < 2) return;
-  if (sample == 2 || micros * kMaxCostJump < cost) {
+// Adds a measurement of a cost, `samples` counting them: the first warms up and is dropped; the
+// lower of the next two sets the cost (so that a stall in one of them does not); later ones move
+// it by kCostWeight. A measurement of no time (a clock coarser than the work) is not counted.
+void Smooth(double& cost, int& samples, double micros) {
+  if (!(micros > 0.0)) return;
+  ++samples;
+  if (samples == 2) {
     cost = micros;
-  } else {
+  } else if (samples == 3) {
+    cost = std::min(cost, micros);
+  } else if (samples > 3) {
     cost += kCostWeight * (std::min(micros, kMaxCostJump * cost) - cost);
   }
 }
@@ -114,7 +117,7 @@ void DraftPolicy::RecordRound(int k, int accepted, double micros) {
     if (j <= accepted) accepted_[j] += 1.0;
   }
   ++rounds_since_plain_;
-  Smooth(cost_[k], ++samples_[k], micros);
+  Smooth(cost_[k], samples_[k], micros);
   // A round after plain steps is a probe: if drafting still does not pay, probe less often,
   // unless every draft was accepted (the drafts may have turned good: look again soon).
   const bool probe = plain_since_probe_ > 0;
@@ -131,8 +134,9 @@ void DraftPolicy::RecordPlain(int steps, double micros) {
   if (steps < 1) return;
   plain_since_probe_ += steps;
   rounds_since_plain_ = 0;
-  Smooth(cost_[0], ++samples_[0], micros / steps);
-  if (Measured(0) && Measured(max_drafts_) && Best(0) > 0) step_interval_ = std::min(2 * step_interval_, kMaxProbeInterval);
+  const bool remeasure = Measured(0);
+  Smooth(cost_[0], samples_[0], micros / steps);
+  if (remeasure && Measured(max_drafts_) && Best(0) > 0) step_interval_ = std::min(2 * step_interval_, kMaxProbeInterval);
 }
 
 }  // namespace g4

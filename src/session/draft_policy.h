@@ -1,7 +1,9 @@
 // How many drafts each speculative round makes. Fixed: always the maximum K. Adaptive: the number
 // that emits the most tokens per unit of time, from the acceptance measured so far and the
 // measured cost of a round against a plain step, down to no drafting at all (plain steps), with
-// a probe round now and then so that a better acceptance is noticed. Greedy output does not
+// a probe round now and then so that a better acceptance is noticed. Costs are measured twice
+// before they are used (the lower counts), and a later measurement counts as at most twice the
+// estimate, so that a stall does not pass for the cost of the work. Greedy output does not
 // depend on the choice; sampled output keeps the target's distribution whatever is chosen (the
 // choice is made before the round's draws).
 #pragma once
@@ -27,7 +29,7 @@ class DraftPolicy {
   // leaves drafting paying (so that a first measurement that caught a stall is soon replaced).
   static constexpr int kMinProbeInterval = 8;
   static constexpr int kMaxProbeInterval = 64;
-  // Plain steps timed together when the cost of a step is first measured (after one to warm up).
+  // Plain steps timed together for each measurement of a step's cost (after one to warm up).
   static constexpr int kStepSample = 4;
 
   DraftPolicy(int max_drafts, DraftPolicyKind kind);
@@ -50,7 +52,8 @@ class DraftPolicy {
  private:
   // The drafts that emit the most tokens per microsecond, among `from`..max_drafts_.
   int Best(int from) const;
-  bool Measured(int k) const { return samples_[k] >= 2; }  // the first sample of each k warms up
+  // The first sample of each k warms up; the lower of the next two sets its cost.
+  bool Measured(int k) const { return samples_[k] >= 3; }
 
   int max_drafts_;
   bool adaptive_;

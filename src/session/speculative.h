@@ -7,6 +7,9 @@
 // target's distribution.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+
 #include "model/assistant.h"
 #include "session/draft_policy.h"
 #include "session/generator.h"
@@ -35,7 +38,7 @@ struct SpeculativeOptions {
   // Microseconds the adaptive policy reads the cost of rounds and steps from; empty: the
   // monotonic clock. A clock that counts only this thread's work makes the choices independent
   // of what else the machine runs.
-  std::function<int64_t()> clock;
+  std::function<int64_t()> clock = {};
 };
 
 // Rounds of at most K drafts as `speculative.policy` chooses them (a round with no drafts is a

@@ -246,12 +246,12 @@ void WebGpuBackend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, 
   // memory beside the join's stage where both fit, beside none (the join made apart) where only
   // the 8-bit words do, else apart before the products.
   const bool vec = Vec(gate, in);
-  const bool q4 = TakesRoundedInput(gate.dtype);
+  const bool q4 = gate.dtype == DType::kQ4;  // the 8-bit kernel's weights
   if (rows > kMaxVecRows || !norm.present() || Bindings(norm) > 1 || Bindings(gate) > 1 || Bindings(up) > 1 ||
       gate.dtype != up.dtype || gate.rows != up.rows || gate.cols != up.cols ||
       (q4 && (!vec || Q8Octs(tuning_, rows, gate.cols, 0) == 0))) {
     JoinThenNorm(pre, normed_scratch, in, norm, eps, rows, static_cast<int>(gate.cols));
-    if (q4) RoundOcts(normed_scratch, rows, static_cast<int>(gate.cols));
+    if (TakesRoundedInput(gate.dtype)) RoundOcts(normed_scratch, rows, static_cast<int>(gate.cols));
     MatMul(out, normed_scratch, gate, rows);
     MatMul(up_scratch, normed_scratch, up, rows);
     GeluMul(out, out, up_scratch, rows, static_cast<int>(gate.rows), static_cast<int>(up.rows));
