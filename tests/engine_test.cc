@@ -56,9 +56,9 @@ TEST(Engine, GreedyGenerationEqualsTheGoldenPlainAndSpeculative) {
   EXPECT_EQ(a->result.tokens, p["greedy_tokens"].get<std::vector<int>>());
 }
 
-// The draft policy reaches every round: adaptive (the default) drafts K in its first two rounds
-// (to measure them), then takes a plain step (a round of 0 drafts) to measure that; fixed drafts
-// min(K, tokens left - 1) in every round. A request may name the other policy.
+// The draft policy reaches every round: adaptive (the default) drafts K in its first three rounds
+// (one to warm up, two to measure them), then takes a plain step (a round of 0 drafts) to measure
+// that; fixed drafts min(K, tokens left - 1) in every round. A request may name the other policy.
 TEST(Engine, TheDraftPolicyChoosesEachRoundsDrafts) {
   const auto golden = test::ReadJson(test::TestData("models/e2b_mini/golden.json"));
   const auto& p = golden["prompts"][2];
@@ -83,10 +83,11 @@ TEST(Engine, TheDraftPolicyChoosesEachRoundsDrafts) {
   ASSERT_TRUE(a.ok()) << a.status().message();
   EXPECT_EQ(a->result.tokens, expected);
   const std::vector<int>& drafts = a->result.stats.drafted_per_round;
-  ASSERT_GT(drafts.size(), 3u);
+  ASSERT_GT(drafts.size(), 4u);
   EXPECT_EQ(drafts[0], 2);
   EXPECT_EQ(drafts[1], 2);
-  EXPECT_EQ(drafts[2], 0);
+  EXPECT_EQ(drafts[2], 2);
+  EXPECT_EQ(drafts[3], 0);
   EngineRequest fixed_request = GoldenRequest(p);
   fixed_request.draft_policy = DraftPolicyKind::kFixed;
   a = adaptive->Generate(fixed_request);
