@@ -17,9 +17,10 @@ void QuantizeGroupQ8(const float* x, int8_t* q, uint16_t* scale);
 void QuantizeGroupQ4(const float* x, uint8_t* packed, uint16_t* scale);  // packed: 16 bytes
 
 // The input of a product of q4 weights that a GPU multiplies 8 bits by 4 at a time (the MLP's
-// gate and up projections, GateUp, and a q4 LM head): each run of 8 consecutive values of a row (an oct; the last
-// may be shorter) becomes q * d, with d = max|x| / 127 and q = x * (127 / max|x|) rounded to the
-// nearest integer, ties to even; an oct of zeros stays zero. In place over n values.
+// gate and up projections, GateUp, and a q4 LM head): each run of 8 consecutive values of a row
+// (an oct; the last may be shorter) becomes q * d, with d = max|x| / 127 and q = x * (127 /
+// max|x|) rounded to the nearest integer, ties to even; an oct of zeros stays zero. In place over
+// n values.
 void RoundOctsToInt8(float* row, int64_t n);
 // Whether those products of weights of type `t` take their input rounded so
 // (docs/QUANTIZATION.md).

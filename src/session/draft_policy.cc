@@ -136,7 +136,9 @@ void DraftPolicy::RecordPlain(int steps, double micros) {
   rounds_since_plain_ = 0;
   const bool remeasure = Measured(0);
   Smooth(cost_[0], samples_[0], micros / steps);
-  if (remeasure && Measured(max_drafts_) && Best(0) > 0) step_interval_ = std::min(2 * step_interval_, kMaxProbeInterval);
+  if (remeasure && Measured(max_drafts_) && Best(0) > 0) {
+    step_interval_ = std::min(2 * step_interval_, kMaxProbeInterval);
+  }
 }
 
 }  // namespace g4
