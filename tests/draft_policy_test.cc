@@ -14,8 +14,8 @@ namespace {
 // A decoder with a plain step of `step` us, a round of k drafts of step + verify + k * draft us,
 // and draft j (of a round whose drafts before it were accepted) accepted with alpha[j - 1]. The
 // first time each kind of work runs it takes 20 times longer (kernels compiling); the runs named
-// in `stalls` (k, and the run of that kind counted from 0) take `stall` longer (the thread
-// descheduled).
+// in `stalls` (k, and the run of that kind counted from 0) take `stall` longer, 500 steps (the
+// thread descheduled).
 struct FakeDecoder {
   double step = 10.0, verify = 2.0, draft = 3.0;
   std::vector<double> alpha;
@@ -24,7 +24,7 @@ struct FakeDecoder {
   std::vector<int> runs = std::vector<int>(16, 0);
   double compiling = 0.0;  // the time spent on first runs beyond their steady time
   std::set<std::pair<int, int>> stalls;
-  double stall = 0.0, stalled = 0.0;
+  double stall = 500.0 * step, stalled = 0.0;
 
   double Time(int k) {
     double t = k == 0 ? step : step + verify + draft * k;
@@ -126,7 +126,6 @@ TEST(DraftPolicy, AStallDoesNotBringDraftsBack) {
     DraftPolicy policy(2, DraftPolicyKind::kAdaptive);
     FakeDecoder d;
     d.alpha = {0.0};
-    d.stall = 500 * d.step;
     d.stalls = {{0, first}, {0, 400}};
     const int tokens = 1000;
     const Trace r = Decode(policy, d, tokens);
@@ -144,7 +143,6 @@ TEST(DraftPolicy, AStallDoesNotKeepGoodDraftsFromTheMaximum) {
     DraftPolicy policy(4, DraftPolicyKind::kAdaptive);
     FakeDecoder d;
     d.alpha = {0.95};
-    d.stall = 500 * d.step;
     d.stalls = {{4, first}};
     const Trace r = Decode(policy, d, 1000);
     EXPECT_EQ(d.stalled, 500 * d.step);
