@@ -161,9 +161,8 @@ void RunProducts(Backend& gpu, Backend& cpu) {
   // once (one row, three, five and eight in the 8-row kernel; two features a team over very many
   // features, with rows of 36 octs: lanes 0 to 3 take the loop's unrolled step, the others its
   // tail; one feature a team with rows of 120 octs, too few for two teams: lanes 0 to 23 take the
-  // unrolled step; rows long enough for two teams a feature); more
-  // rows, an input not read 16 bytes at a time and other types copy it, round the copy and take
-  // the plain product.
+  // unrolled step; rows long enough for two teams a feature); more rows, an input not read 16
+  // bytes at a time and other types copy it, round the copy and take the plain product.
   for (auto [rows, outs, ins] : {std::tuple{1, 45, 96}, {3, 45, 96}, {5, 13, 64}, {8, 13, 64}, {9, 45, 64},
                                  {1, 45, 960}, {3, 45, 960}, {1, 45, 1536}, {3, 45, 2048}, {1, 65537, 128},
                                  {3, 65537, 128}, {1, 65537, 288}}) {
