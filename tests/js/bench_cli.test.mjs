@@ -4,12 +4,14 @@
 // step and the round have (the counts bench prints from its kernel profiles). With --leave-out,
 // the step's and round's GPU time is timed again without the kernels named, each set apart: as
 // many fewer dispatches as the kernel profiles give those kernels; a set that names no kernel
-// says so; and the whole work is timed again after the sets, every dispatch back.
+// says so; and the whole work is timed again after the sets, every dispatch back. The figures
+// scripts/bench-peers.mjs tabulates are read from the same output.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { cli, root } from './cli.mjs';
+import { parseOurs } from '../../scripts/peers_parse.mjs';
 
 // A run killed by SIGSEGV (Node's own, as in cli.mjs) is run once more.
 function bench(args) {
@@ -84,4 +86,9 @@ test('bench splits the host time of a step and of a round', () => {
   const again = r.stdout.match(/^    all of it again: plain decode step [0-9.]+ ms \(([0-9.]+) dispatches\);.* round [0-9.]+ ms \(([0-9.]+) dispatches\)$/m);
   assert.ok(again, 'the whole work timed again');
   assert.deepEqual([Number(again[1]), Number(again[2])], [full['plain decode step'], full.round]);
+
+  const figures = parseOurs(r.stdout);
+  for (const [k, v] of Object.entries(figures)) assert.ok(Number.isFinite(v) && v > 0, `bench-peers reads ${k}: ${v}`);
+  assert.deepEqual(Object.keys(figures).sort(), ['adaptive', 'decode', 'fixed', 'prefill', 'roundMs', 'stepMs']);
+  assert.ok(figures.roundMs > figures.stepMs, JSON.stringify(figures));
 });

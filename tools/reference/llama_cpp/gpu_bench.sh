@@ -6,7 +6,7 @@
 #   bash tools/reference/llama_cpp/gpu_bench.sh MODEL_DIR [--prompt-tokens N] [--decode-tokens N] [--reps N]
 set -euo pipefail
 here=$(dirname "$0")
-model=$(realpath -m "${1:?usage: gpu_bench.sh MODEL_DIR [bench.mjs options]}")
+model=$(realpath -m -s "${1:?usage: gpu_bench.sh MODEL_DIR [bench.mjs options]}")
 shift
 peer=/tmp/llama-gpu
 [ -f "$peer/env.sh" ] || { echo "gpu_bench.sh: $peer/env.sh is missing (unpack.sh every part first)" >&2; exit 1; }

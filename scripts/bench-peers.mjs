@@ -1,0 +1,77 @@
+#!/usr/bin/env node
+// This runtime and its peers on one GPU machine, one after the other in one run, on the same
+// synthetic E2B pair, ending in one table (docs/PERFORMANCE.md keeps one a run):
+//   1. this runtime's bench (Node + Dawn, validation off) on the bf16 pair and its q4 export;
+//   2. transformers (tools/reference/bench_transformers.py: prefill, decode, assisted);
+//   3. llama.cpp through node-llama-cpp (tools/reference/llama_cpp/gpu_bench.sh: bf16 and
+//      q8_0 GGUFs, CUDA and Vulkan), when unpack.sh has put it in /tmp/llama-gpu;
+//   4. this runtime's bf16 bench again, so that a drift of the machine over the run shows.
+// Each run's output is kept in WORK/peers-N-NAME.txt.
+//
+//   node scripts/bench-peers.mjs [--work /tmp/e2b] [--native build/gemma4] [--prompt-tokens 512]
+//       [--decode-tokens 64] [--only ours,transformers,llama]
+import { parseArgs } from 'node:util';
+import { spawnSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseOurs, parseTransformers, parseLlama } from './peers_parse.mjs';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const { values: o } = parseArgs({ options: {
+  work: { type: 'string', default: '/tmp/e2b' }, native: { type: 'string', default: join(root, 'build', 'gemma4') },
+  'prompt-tokens': { type: 'string', default: '512' }, 'decode-tokens': { type: 'string', default: '64' },
+  only: { type: 'string', default: 'ours,transformers,llama' },
+} });
+const only = new Set(o.only.split(','));
+for (const w of only) if (!['ours', 'transformers', 'llama'].includes(w)) throw new Error(`--only: no peer '${w}'`);
+const work = resolve(o.work), P = o['prompt-tokens'], D = o['decode-tokens'];
+const bf16 = join(work, 'bf16'), assistant = join(work, 'bf16-a'), q4 = join(work, 'q4');
+
+let n = 0;
+function run(name, cmd, args, env = {}) {
+  const started = Date.now();
+  const r = spawnSync(cmd, args, { cwd: root, encoding: 'utf8', maxBuffer: 1 << 28, env: { ...process.env, ...env } });
+  const out = `${r.stdout ?? ''}${r.stderr ? `\n--- stderr\n${r.stderr}` : ''}`;
+  writeFileSync(join(work, `peers-${++n}-${name}.txt`), out);
+  console.log(`== ${name}: exit ${r.status ?? r.signal}, ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  return r.status === 0 ? r.stdout : (console.log(out.slice(-2000)), r.stdout ?? '');
+}
+
+// The pair and its q4 export, made once and kept in WORK for later runs.
+if (!existsSync(join(bf16, 'model.safetensors'))) run('synth', o.native, ['synth', '--shape', 'e2b', '--out', bf16]);
+if (!existsSync(join(assistant, 'model.safetensors'))) run('synth-assistant', o.native, ['synth', '--shape', 'e2b-assistant', '--out', assistant]);
+if (only.has('ours') && !existsSync(q4)) run('export-q4', o.native, ['export', '--model', bf16, '--assistant', assistant, '--quant', 'q4', '-o', q4]);
+
+const rows = [];
+const ours = (label, model, asst) => {
+  const out = run(`ours-${label.replace(/\W+/g, '-')}`, process.execPath, [join(root, 'bin', 'gemma4.mjs'), 'bench', '--model', model, '--assistant', asst,
+                  '--prompt-tokens', P, '--decode-tokens', D, '--gpu-validation', 'off']);
+  rows.push({ who: `this runtime, ${label}`, ...parseOurs(out) });
+};
+if (only.has('ours')) {
+  ours('bf16', bf16, assistant);
+  ours('q4', q4, join(q4, 'assistant'));
+}
+if (only.has('transformers')) {
+  const out = run('transformers', 'python3', [join(root, 'tools', 'reference', 'bench_transformers.py'), '--model', bf16,
+                  '--assistant', assistant, '--prompt-tokens', P, '--decode-tokens', String(Math.min(Number(D), 32)), '--reps', '2']);
+  rows.push(...parseTransformers(out));
+}
+if (only.has('llama')) {
+  if (!existsSync('/tmp/llama-gpu/env.sh')) console.log('== llama.cpp: not unpacked (tools/reference/llama_cpp/unpack.sh), left out');
+  else rows.push(...parseLlama(run('llama.cpp', 'bash', [join(root, 'tools', 'reference', 'llama_cpp', 'gpu_bench.sh'), bf16,
+                                                         '--prompt-tokens', P, '--decode-tokens', D])));
+}
+if (only.has('ours')) ours('bf16, again', bf16, assistant);
+
+const cell = (v, digits = 0) => (v === undefined || v === null || Number.isNaN(v) ? '' : Number(v).toLocaleString('en-US', { maximumFractionDigits: digits }));
+console.log(`\n${P} prompt tokens, ${D} decoded; GPU figures are timestamps around each submit's pass\n`);
+console.log('| who | prefill tokens/s | decode tokens/s | GPU step ms | round ms (x step) | with the assistant tokens/s |');
+console.log('|---|---|---|---|---|---|');
+for (const r of rows) {
+  const round = r.roundMs ? `${cell(r.roundMs, 3)} (${cell(r.roundMs / r.stepMs, 2)}x)` : '';
+  const assisted = [r.fixed && `fixed ${cell(r.fixed, 1)}`, r.adaptive && `adaptive ${cell(r.adaptive, 1)}`, r.assisted && cell(r.assisted, 1)]
+    .filter(Boolean).join(', ');
+  console.log(`| ${r.who} | ${cell(r.prefill)} | ${cell(r.decode, 1)} | ${cell(r.stepMs, 3)} | ${round} | ${assisted} |`);
+}
