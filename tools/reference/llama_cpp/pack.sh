@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Packs the llama.cpp peer that fetch.sh fetched (DIR, default .peers/llama) for a GPU machine
 # with no registry: node-llama-cpp with its CUDA and Vulkan builds and llama.cpp's converter,
-# one tar compressed with zstd and cut into parts of MB megabytes (default 40), each in a folder
+# one tar compressed with zstd and cut into parts of MB MiB (default 25: a part and the working
+# tree, 34 MB of it the test models, fit in one call's 64 MiB), each in a folder
 # DIR/parts/partN of its own; part1 also holds zstd and its libraries. Carry the parts to the GPU
 # machine one a call, part1 first, and run unpack.sh PART there after each.
 #   tools/reference/llama_cpp/pack.sh [DIR] [MB]
 set -euo pipefail
 dir=$(realpath -m "${1:-$(dirname "$0")/../../../.peers/llama}")
-mb=${2:-40}
+mb=${2:-25}
 [ -d "$dir/node_modules/@node-llama-cpp/linux-x64-cuda" ] && [ -f "$dir/llama.cpp/convert_hf_to_gguf.py" ] ||
   { echo "pack.sh: $dir lacks node-llama-cpp or llama.cpp (run fetch.sh)" >&2; exit 1; }
 tmp=$(mktemp -d)

@@ -9,7 +9,8 @@ release node-llama-cpp ships, which fetch.sh checks out), from a folder `gemma4 
 The converter wants `architectures` in config.json and a tokenizer.json; a synthetic folder has
 neither, so it is converted from a staging folder beside OUT (links to the weights, config.json
 with `architectures` added, and, when DIR has none, a tokenizer.json of placeholder tokens
-`<tN>` with pad 0, eos 1, bos 2 and unk 3, which only ids ever reach). --standin puts
+`<tN>` with pad 0, eos 1, bos 2 and unk 3, which only ids ever reach). The converter writes
+OUT.partial, renamed to OUT when it succeeds. --standin puts
 standin/ first on Python's path, for a machine without transformers: its stand-in reads
 config.json and tokenizer.json directly (the two things the converter asks transformers for) and
 names the torch dtypes an older torch lacks.
@@ -23,19 +24,21 @@ import sys
 from pathlib import Path
 
 SPECIAL = {0: "<pad>", 1: "<eos>", 2: "<bos>", 3: "<unk>"}
+# One merge whose parts and result are all in the vocabulary (a tokenizer's loader refuses any
+# other): llama.cpp's gemma4 tokenizer requires the merges key to be present.
+MERGE = {10: "a", 11: "b", 12: "ab"}
 
 
 def placeholder_tokenizer(vocab_size):
-    vocab = {SPECIAL.get(i, f"<t{i}>"): i for i in range(vocab_size)}
+    vocab = {SPECIAL.get(i, MERGE.get(i, f"<t{i}>")): i for i in range(vocab_size)}
     added = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
               "normalized": False, "special": True} for i, s in SPECIAL.items()]
     return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
             "normalizer": None, "pre_tokenizer": None, "post_processor": None,
             "decoder": {"type": "Sequence", "decoders": [{"type": "ByteFallback"}, {"type": "Fuse"}]},
-            # One merge: llama.cpp's gemma4 tokenizer requires the merges key to be present.
             "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
                       "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": True,
-                      "ignore_merges": False, "vocab": vocab, "merges": [["<t10>", "<t11>"]]}}
+                      "ignore_merges": False, "vocab": vocab, "merges": [["a", "b"]]}}
 
 
 def stage(model, staging):
@@ -70,19 +73,23 @@ def main():
         sys.exit(f"to_gguf.py: {a.model / 'config.json'}: missing")
     if a.out.exists():
         sys.exit(f"to_gguf.py: {a.out}: already exists")
-    staging = a.out.parent / f"{a.out.name}.staging-{os.getpid()}"
+    # The staging folder has the model folder's name: the converter names the model after it.
+    holder = a.out.parent / f"{a.out.name}.staging-{os.getpid()}"
+    staging = holder / a.model.resolve().name
     staging.mkdir(parents=True)
+    partial = a.out.parent / f"{a.out.name}.partial"
     try:
         stage(a.model, staging)
         path = [str(a.src / "gguf-py")] + ([str(here / "standin")] if a.standin else [])
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(path + [os.environ.get("PYTHONPATH", "")]))
+        path += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         done = subprocess.run([sys.executable, str(converter), str(staging), "--outtype", a.outtype,
-                               "--outfile", str(a.out)], env=env)
+                               "--outfile", str(partial)], env=dict(os.environ, PYTHONPATH=os.pathsep.join(path)))
         if done.returncode != 0:
-            a.out.unlink(missing_ok=True)
             sys.exit(f"to_gguf.py: the converter failed ({done.returncode}) on {a.model}")
+        os.rename(partial, a.out)
     finally:
-        shutil.rmtree(staging)
+        partial.unlink(missing_ok=True)
+        shutil.rmtree(holder)
     print(json.dumps({"gguf": str(a.out), "model": str(a.model), "outtype": a.outtype,
                       "bytes": a.out.stat().st_size}))
 

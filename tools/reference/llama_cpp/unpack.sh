@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # On the GPU machine: takes one part that pack.sh made (carried there) into /tmp/llama-gpu; once
 # every part is in, checks the whole against its hash and unpacks node-llama-cpp and llama.cpp's
-# converter there, and writes /tmp/llama-gpu/env.sh, which puts the CUDA libraries the CUDA
-# build links (libcudart, libcublas: the CUDA toolkit's or torch's) on LD_LIBRARY_PATH.
+# converter there (into a folder of its own, moved into place when complete), and writes
+# /tmp/llama-gpu/env.sh: the folders of the CUDA libraries the CUDA build links (libcudart,
+# libcublas: the CUDA toolkit's or torch's) on LD_LIBRARY_PATH where the loader's cache lacks
+# them, and a cache for the kernels the CUDA driver compiles from the build's PTX.
 #   bash tools/reference/llama_cpp/unpack.sh [DIR/parts/partN]
 set -euo pipefail
 part=${1:+$(realpath -m "$1")}
@@ -20,14 +22,22 @@ if [ ! -d "$dest/node_modules" ]; then
   cat "$dest"/parts/peer.tar.zst.* > "$dest/peer.tar.zst"
   [ "$(sha256sum "$dest/peer.tar.zst" | awk '{ print $1 }')" = "$(cat "$dest/parts/sha256")" ] ||
     { echo "unpack.sh: the parts put together do not match their hash" >&2; rm -f "$dest/peer.tar.zst"; exit 1; }
-  LD_LIBRARY_PATH="$dest/parts/zstd" "$dest/parts/zstd/zstd" -d -q --long=27 -c "$dest/peer.tar.zst" | tar -C "$dest" -xf -
-  rm -f "$dest/peer.tar.zst" "$dest"/parts/peer.tar.zst.*
+  rm -rf "$dest/unpacking" && mkdir "$dest/unpacking"
+  LD_LIBRARY_PATH="$dest/parts/zstd" "$dest/parts/zstd/zstd" -d -q --long=27 -c "$dest/peer.tar.zst" | tar -C "$dest/unpacking" -xf -
+  rm -rf "$dest/llama.cpp" && mv "$dest/unpacking/llama.cpp" "$dest/llama.cpp"
+  mv "$dest/unpacking/node_modules" "$dest/node_modules"
+  rm -rf "$dest/unpacking" "$dest/peer.tar.zst" "$dest"/parts/peer.tar.zst.*
 fi
-# The folders of the libraries the CUDA build links, wherever this machine keeps them.
-libdirs=$( { ldconfig -p 2>/dev/null | awk '/lib(cudart|cublas|cuda|nvidia-ml)\.so/ { print $NF }';
-             find /usr/local/cuda*/ /usr/lib/x86_64-linux-gnu \
-               $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null) \
-               \( -name 'libcudart.so.13*' -o -name 'libcublas.so.13*' -o -name 'libcublasLt.so.13*' \) 2>/dev/null; } |
-           xargs -r -n1 dirname | sort -u | paste -sd: )
-echo "export LD_LIBRARY_PATH=$libdirs\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" > "$dest/env.sh"
-echo "unpack.sh: node-llama-cpp in $dest/node_modules, the converter in $dest/llama.cpp; source $dest/env.sh (libraries from: ${libdirs:-none found})"
+# The CUDA build links libcudart.so.13 and libcublas.so.13: where the loader's cache lacks either,
+# the folders that hold them (the CUDA toolkit's, or the wheels torch brings).
+libdirs=
+if ! ldconfig -p 2>/dev/null | grep -q 'libcudart\.so\.13' || ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.13'; then
+  libdirs=$(find /usr/local/cuda*/ $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null) \
+              \( -name 'libcudart.so.13*' -o -name 'libcublas.so.13*' -o -name 'libcublasLt.so.13*' \) 2>/dev/null |
+            xargs -r -n1 dirname | xargs -r -n1 realpath | sort -u | paste -sd:)
+fi
+{
+  [ -z "$libdirs" ] || echo "export LD_LIBRARY_PATH=$libdirs\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+  echo "export CUDA_CACHE_PATH=$dest/cuda-cache CUDA_CACHE_MAXSIZE=4294967296"
+} > "$dest/env.sh"
+echo "unpack.sh: node-llama-cpp in $dest/node_modules, the converter in $dest/llama.cpp; source $dest/env.sh (CUDA libraries: ${libdirs:-as the loader finds them})"
