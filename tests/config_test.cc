@@ -156,15 +156,17 @@ TEST(Config, ErrorsNameTheField) {
   ExpectError(json::array(), "not a JSON object");
 }
 
-TEST(Config, RmsNormEpsMustBePositive) {
-  for (double eps : {0.0, -1e-6, 1e-50}) {  // the last is zero as float32
+TEST(Config, RmsNormEpsMustBePositiveAndAtMostOne) {
+  // 1e-50 is zero as float32, 1e300 infinite; 2 would flatten every row.
+  for (double eps : {0.0, -1e-6, 1e-50, 2.0, 1e300}) {
     json j = BaseText();
     j["rms_norm_eps"] = eps;
-    ExpectError(j, "config.json: rms_norm_eps: must be positive");
+    ExpectError(j, "config.json: rms_norm_eps: must be in (0, 1]");
     auto a = ParseAssistantConfig(json{{"model_type", "gemma4_assistant"}, {"backbone_hidden_size", 16},
                                        {"text_config", j}}.dump(), "assistant/config.json");
     ASSERT_FALSE(a.ok());
-    EXPECT_NE(a.status().message().find("rms_norm_eps: must be positive"), std::string::npos) << a.status().message();
+    EXPECT_NE(a.status().message().find("text_config.rms_norm_eps: must be in (0, 1]"), std::string::npos)
+        << a.status().message();
   }
   json j = BaseText();
   j["rms_norm_eps"] = 1e-6;
@@ -180,6 +182,37 @@ TEST(Config, GenerationConfigSetsEos) {
   Status s = ApplyGenerationConfig(R"({"eos_token_id": [1, 999]})", "generation_config.json", &c);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("generation_config.json"), std::string::npos);
+}
+
+TEST(Config, EosIdsAreNonNegativeIntegersThatFitAnId) {
+  ModelConfig c = MustParse(BaseText());
+  // 4294967510 is 214 past 2^32: taken modulo, it would be a valid id nobody named.
+  for (const char* bad : {R"({"eos_token_id": 4294967510})", R"({"eos_token_id": [1, 4294967510]})",
+                          R"({"eos_token_id": -3})", R"({"eos_token_id": [-3]})", R"({"eos_token_id": 2147483648})",
+                          R"({"eos_token_id": 1.5})", R"({"eos_token_id": "1"})"}) {
+    Status s = ApplyGenerationConfig(bad, "generation_config.json", &c);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("generation_config.json: eos_token_id"), std::string::npos) << s.message();
+  }
+  json j = BaseText();
+  j["eos_token_id"] = 4294967297;
+  ExpectError(j, "eos_token_id: 4294967297 is not a token id");
+}
+
+TEST(Config, RopeAndSoftcapKeepFloatsFinite) {
+  struct Bad { const char* key; double value; };
+  for (Bad b : {Bad{"rope_theta", 1e-300}, Bad{"rope_theta", 0.5}, Bad{"rope_theta", 1e300}, Bad{"factor", 1e-300},
+                Bad{"factor", 1e300}, Bad{"partial_rotary_factor", 1.5}}) {
+    json j = BaseText();
+    j["rope_parameters"] = {{"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}}};
+    j["rope_parameters"]["sliding_attention"][b.key] = b.value;
+    ExpectError(j, std::string("rope_parameters.sliding_attention.") + b.key + ": ");
+  }
+  for (double cap : {1e300, -1.0, 0.0}) {
+    json j = BaseText();
+    j["final_logit_softcapping"] = cap;
+    ExpectError(j, "final_logit_softcapping: must be positive and finite");
+  }
 }
 
 TEST(Config, GenerationConfigSetsSamplingDefaults) {

@@ -240,8 +240,10 @@ Result<std::string> ReadTextFile(const std::string& path, uint64_t max_bytes, bo
 }
 
 bool FileExists(const std::string& path) {
+  // lstat: a link that leads nowhere (or around in a loop) is there, so that reading it fails with
+  // its reason instead of the file counting as absent.
   struct stat st;
-  return stat(path.c_str(), &st) == 0;
+  return lstat(path.c_str(), &st) == 0;
 }
 
 std::string JoinPath(const std::string& dir, const std::string& name) {

@@ -1,6 +1,7 @@
 #include "model/config.h"
 
 #include <cmath>
+#include <cstdint>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -61,16 +62,15 @@ class Fields {
   std::string where_;
 };
 
+// A token id or a list of them, each an integer in [0, 2^31); the callers check the vocabulary.
 Status ParseTokenIds(const json& v, const std::string& where, std::vector<int>* out) {
   out->clear();
-  if (v.is_number_integer()) {
-    out->push_back(v.get<int>());
-    return Status::Ok();
-  }
-  if (!v.is_array()) return InvalidArgument(where + ": expected a token id or a list of them");
-  for (const json& e : v) {
-    if (!e.is_number_integer() || e.get<int64_t>() < 0) return InvalidArgument(where + ": bad token id");
-    out->push_back(e.get<int>());
+  if (!v.is_number_integer() && !v.is_array()) return InvalidArgument(where + ": expected a token id or a list of them");
+  for (const json& e : v.is_array() ? v : json::array({v})) {
+    const bool fits = e.is_number_unsigned() ? e.get<uint64_t>() <= static_cast<uint64_t>(INT32_MAX)
+                                             : e.is_number_integer() && e.get<int64_t>() >= 0 && e.get<int64_t>() <= INT32_MAX;
+    if (!fits) return InvalidArgument(where + ": " + e.dump() + " is not a token id (an integer from 0)");
+    out->push_back(static_cast<int>(e.get<int64_t>()));
   }
   return Status::Ok();
 }
@@ -102,10 +102,14 @@ Status ParseRope(const Fields& text, const std::string& layer_type, RopeParams* 
   if (rope->type != "default" && rope->type != "proportional") {
     return Unimplemented(f.where() + "rope_type: '" + rope->type + "' is not supported (default, proportional)");
   }
-  if (rope->theta <= 0 || rope->factor <= 0 || rope->partial < 0 || rope->partial > 1) {
-    return InvalidArgument(f.where() + ": rope_theta, factor or partial_rotary_factor out of range");
-  }
-  return Status::Ok();
+  // Bounds that keep every inverse frequency a finite float: theta^(-2i/d) / factor.
+  auto in = [&](const char* key, double v, const char* range, double lo, double hi) -> Status {
+    if (v >= lo && v <= hi) return Status::Ok();
+    return InvalidArgument(f.where() + key + ": " + it->value(key, json(v)).dump() + " is outside " + range);
+  };
+  G4_RETURN_IF_ERROR(in("rope_theta", rope->theta, "[1, 1e30]", 1.0, 1e30));
+  G4_RETURN_IF_ERROR(in("factor", rope->factor, "[1e-30, 1e30]", 1e-30, 1e30));
+  return in("partial_rotary_factor", rope->partial, "[0, 1]", 0.0, 1.0);
 }
 
 }  // namespace
@@ -204,14 +208,17 @@ Result<ModelConfig> ParseText(const json& root, const std::string& source, bool 
   double eps = 1e-6;
   G4_RETURN_IF_ERROR(t.Float("rms_norm_eps", &eps));
   c.rms_eps = static_cast<float>(eps);
-  // Zero would divide by zero on a zero row and a negative value by the root of a negative one.
-  if (!(c.rms_eps > 0)) {
-    return InvalidArgument(where + "rms_norm_eps: must be positive (it is " + t.Find("rms_norm_eps")->dump() + ")");
+  // Zero would divide by zero on a zero row and a negative value by the root of a negative one;
+  // above 1 the norm would flatten every row toward zero.
+  if (!(c.rms_eps > 0 && c.rms_eps <= 1)) {
+    return InvalidArgument(where + "rms_norm_eps: must be in (0, 1] as a float (it is " + t.Find("rms_norm_eps")->dump() + ")");
   }
   if (const json* sc = t.Find("final_logit_softcapping")) {
     if (!sc->is_number()) return InvalidArgument(where + "final_logit_softcapping: expected a number or null");
     c.final_softcap = static_cast<float>(sc->get<double>());
-    if (!(*c.final_softcap > 0)) return InvalidArgument(where + "final_logit_softcapping: must be positive");
+    if (!(*c.final_softcap > 0 && std::isfinite(*c.final_softcap))) {
+      return InvalidArgument(where + "final_logit_softcapping: must be positive and finite as a float (it is " + sc->dump() + ")");
+    }
   }
   G4_RETURN_IF_ERROR(top.Bool("tie_word_embeddings", &c.tie_word_embeddings));
   G4_RETURN_IF_ERROR(t.Bool("tie_word_embeddings", &c.tie_word_embeddings));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "base/quant.h"
 #include "model/layer.h"
@@ -98,9 +99,16 @@ Result<std::unique_ptr<KvCache>> Model::NewCache(int64_t max_positions, int rese
     cl.row = l.kv_heads * l.head_dim;
     const int keep = std::max({1, l.window - 1, sliding_keep});
     cl.capacity = l.window ? std::min<int64_t>(max_positions, keep + reserve) : max_positions;
-    const size_t bytes = static_cast<size_t>(cl.capacity) * cl.row * sizeof(float);
-    G4_ASSIGN_OR_RETURN(cl.k, backend_.Allocate(bytes));
-    G4_ASSIGN_OR_RETURN(cl.v, backend_.Allocate(bytes));
+    // Sized in 64 bits: where size_t has 32 (WebAssembly), a long context must be refused, not
+    // wrapped into a small buffer.
+    const uint64_t bytes = static_cast<uint64_t>(cl.capacity) * static_cast<uint64_t>(cl.row) * sizeof(float);
+    if (bytes > std::numeric_limits<size_t>::max() / 2) {
+      return ResourceExhausted("cache: " + std::to_string(cl.capacity) + " positions of layer " + std::to_string(i) +
+                               " take " + std::to_string(bytes) + " bytes for keys and as many for values, more than " +
+                               "this build can address");
+    }
+    G4_ASSIGN_OR_RETURN(cl.k, backend_.Allocate(static_cast<size_t>(bytes)));
+    G4_ASSIGN_OR_RETURN(cl.v, backend_.Allocate(static_cast<size_t>(bytes)));
   }
   return cache;
 }

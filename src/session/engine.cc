@@ -28,6 +28,12 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
                    ? t.status().WithContext(options.tokenizer_needed_by)
                    : t.status();
       }
+      // Every id the model can emit must have its text: a smaller tokenizer would drop tokens.
+      if ((*t)->vocab_size() < e->config_.vocab) {
+        return InvalidArgument(path + ": the tokenizer has " + std::to_string((*t)->vocab_size()) +
+                               " ids, fewer than the model's vocabulary of " + std::to_string(e->config_.vocab) +
+                               " (vocab_size in " + JoinPath(options.target, "config.json") + ")");
+      }
       e->tokenizer_ = std::move(t).value();
     }
   }
