@@ -1,5 +1,7 @@
 // Config parsing: both config.json shapes, both ways of giving full-layer overrides, defaults,
 // KV sharing and RoPE resolved as the reference resolves them, and errors that name the field.
+#include <unistd.h>
+
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -231,6 +233,18 @@ TEST(Config, GenerationConfigSetsSamplingDefaults) {
     Status s = ApplyGenerationConfig(bad, "gen.json", &c);
     EXPECT_FALSE(s.ok()) << bad;
     EXPECT_NE(s.message().find("gen.json: "), std::string::npos) << s.message();
+  }
+}
+
+TEST(Config, AGenerationConfigThatCannotBeReadIsAnErrorNotAbsent) {
+  // A link to nowhere, and a link to itself: there, but unreadable.
+  for (const char* target : {"missing.json", "generation_config.json"}) {
+    const std::string dir = test::MakeTempDir();
+    test::WriteFile(dir + "/config.json", BaseText().dump());
+    ASSERT_EQ(symlink(target, (dir + "/generation_config.json").c_str()), 0);
+    auto c = LoadModelConfig(dir);
+    ASSERT_FALSE(c.ok()) << target;
+    EXPECT_NE(c.status().message().find(dir + "/generation_config.json"), std::string::npos) << c.status().message();
   }
 }
 
