@@ -174,6 +174,7 @@ class Runtime {
   #module = null;
   #device = null;
   #lost = null;
+  #stopped = null;    // why the module stopped (a WebAssembly trap); the model was unloaded for it
   #inst = null;
   #rt = 0;
   #info = null;
@@ -348,16 +349,35 @@ class Runtime {
         measuredFill.set(fillKey, this.#info.gpu_fill);
       }
     } catch (e) {
-      if (rt) inst.exports.g4_rt_free(rt);
+      if (rt && !(e instanceof WebAssembly.RuntimeError)) inst.exports.g4_rt_free(rt);
       this.#leftBehind = inst.gpu ? inst.gpu.liveBuffers() : 0;
       inst.gpu?.dispose();
       this.#inst = null;
       throw e;
     }
     this.#rt = rt;
+    this.#stopped = null;
     this.#loaded = { args, target, assistant };
     this.#loadStats = { ms: performance.now() - started, target: { ...target.counts },
                         assistant: assistant ? { ...assistant.counts } : null };
+  }
+
+  // The module trapped (a WebAssembly RuntimeError): its memory may hold anything, so nothing
+  // more is asked of it. The GPU buffers it made are destroyed from here, the model is unloaded
+  // and the error says so; load() starts a new instance.
+  #abandon(trap) {
+    this.#stopped = trap.message;
+    const inst = this.#inst;
+    this.#leftBehind = 0;
+    inst?.gpu?.dispose();
+    this.#rt = 0;
+    this.#inst = null;
+    this.#info = null;
+    this.#loaded?.target.close();
+    this.#loaded?.assistant?.close();
+    this.#loaded = null;
+    this.#releaseDevice();
+    return new Error(`gemma4 chat.completions.create: the module stopped (${trap.message}); the model is unloaded, load() again`);
   }
 
   #unloadNow({ keepSources = false } = {}) {
@@ -468,7 +488,10 @@ class Runtime {
 
   #prepare(params) {
     checkKeys('chat.completions.create', params, CREATE_OPTIONS);
-    if (!this.#rt) throw new Error(`gemma4 chat.completions.create: no model is loaded${this.#lost ? ` (the GPU device was lost: ${this.#lost})` : ''}`);
+    if (!this.#rt) {
+      const why = this.#lost ? ` (the GPU device was lost: ${this.#lost})` : this.#stopped ? ` (the module stopped: ${this.#stopped})` : '';
+      throw new Error(`gemma4 chat.completions.create: no model is loaded${why}`);
+    }
     if (this.#lost) throw new Error(`gemma4 chat.completions.create: the GPU device was lost (${this.#lost}); load() again`);
     const p = params ?? {};
     if (p.prompt !== undefined ? typeof p.prompt !== 'string' || p.messages !== undefined : !Array.isArray(p.messages)) {
@@ -508,9 +531,10 @@ class Runtime {
       done = await this.#generate(job);
     } catch (e) {
       this.#job = null;
+      const err = e instanceof WebAssembly.RuntimeError ? this.#abandon(e) : e;
       this.#leave();
-      job.fail(e);
-      throw e;
+      job.fail(err);
+      throw err;
     }
     this.#job = null;
     this.#leave();
@@ -570,6 +594,7 @@ class Runtime {
       loaded: !!this.#rt,
       busy: this.#busy,
       device_lost: this.#lost,
+      stopped: this.#stopped,
       model: this.#info,
       load: this.#loadStats,
       ...c,

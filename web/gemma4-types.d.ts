@@ -165,6 +165,8 @@ export interface Stats {
   loaded: boolean;
   busy: string | null;
   device_lost: string | null;
+  /** Why the module stopped (a WebAssembly trap), which unloaded the model; null otherwise. */
+  stopped: string | null;
   /** The loaded model's shape, memory and backend (gpu_fill among them); null when none is. */
   model: Record<string, unknown> | null;
   load: { ms: number; target: LoadCounts; assistant: LoadCounts | null } | null;

@@ -25,7 +25,7 @@ class HttpError extends Error {
 
 // An error of the API as the answer to the request that met it. Option errors (TypeError) and
 // anything refused before output began (the messages, the prompt's length) are the request's
-// fault; a lost device or a failure mid-generation is the server's.
+// fault; a lost device, a module that stopped or a failure mid-generation is the server's.
 function fromApiError(e, { started, deviceLost }) {
   const message = String(e.message ?? e).replace(/^gemma4 [\w.]+: /, '');
   const m = /unknown option '([^']+)'|^(\w+) must\b/.exec(message);
@@ -201,7 +201,8 @@ export function createHttpServer({ model, assistant = null, apiKey = null, maxQu
             write(shape.chunk(c));
           }
         } catch (e) {
-          const err = fromApiError(e, { started: emitted > 0, deviceLost: !!runtime.stats().device_lost });
+          const s = runtime.stats();
+          const err = fromApiError(e, { started: emitted > 0, deviceLost: !!(s.device_lost || s.stopped) });
           log(`${req.method} ${req.url} ${err.status} ${err.message}`);
           if (!sse) send(res, err.status, err.body);
           else { write(err.body); res.end(); }
@@ -228,14 +229,18 @@ export function createHttpServer({ model, assistant = null, apiKey = null, maxQu
   }
 
   async function route(req, res) {
-    const path = new URL(req.url, 'http://x').pathname.replace(/\/+$/, '') || '/';
+    // The path as sent, up to its query: a URL parser would read `//v1/...` as a host.
+    const raw = req.url.split(/[?#]/)[0];
+    if (!raw.startsWith('/')) throw new HttpError(400, `the request target '${raw.slice(0, 200)}' is not a path`);
+    const path = raw.replace(/\/+$/, '') || '/';
     const modelPath = path.startsWith('/v1/models/');
     const method = modelPath ? 'GET' : ROUTES[path];
     if (!method) throw new HttpError(404, `no route ${req.method} ${path}`, { code: 'unknown_url' });
     if (req.method !== method) throw new HttpError(405, `${path} takes ${method}, not ${req.method}`, { code: 'method_not_allowed' });
     if (path === '/health') {
       const s = runtime?.stats();
-      const status = closing ? 'shutting_down' : !runtime ? 'loading' : s.device_lost ? 'device_lost' : 'ok';
+      const status = closing ? 'shutting_down' : !runtime ? 'loading' : s.device_lost ? 'device_lost'
+                     : s.stopped ? 'stopped' : 'ok';
       return send(res, status === 'ok' ? 200 : 503, { status, model, busy: !!running, queued: waiting.length,
                                                       requests: s?.requests ?? 0, completion_tokens: s?.completion_tokens ?? 0 });
     }
@@ -248,7 +253,12 @@ export function createHttpServer({ model, assistant = null, apiKey = null, maxQu
     }
     if (path === '/v1/models') return send(res, 200, { object: 'list', data: [card] });
     if (modelPath) {
-      const id = decodeURIComponent(path.slice('/v1/models/'.length));
+      let id;
+      try {
+        id = decodeURIComponent(path.slice('/v1/models/'.length));
+      } catch {
+        throw new HttpError(400, `the model id in ${path.slice(0, 200)} is not valid percent-encoded UTF-8`, { param: 'model' });
+      }
       if (id !== model) throw new HttpError(404, `the model '${id}' does not exist`, { param: 'model', code: 'model_not_found' });
       return send(res, 200, card);
     }

@@ -1,7 +1,8 @@
 // The JavaScript API's checks of its options and its error messages (web/api.mjs, web/sources.mjs,
 // web/dawn_toggles.mjs): options of the wrong type are refused by name, paths and file: URLs work
 // in Node, errors name the caller's files, unknown chat roles are named, Dawn's adapter warnings
-// print once a process, and unseeded sampling differs request to request.
+// print once a process, unseeded sampling differs request to request, and a trap in the module
+// unloads the model instead of leaving a broken instance in use.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -135,4 +136,39 @@ test("Dawn's adapter warnings print once a process, not at every create()", { ti
   const warnings = r.stderr.split('\n').filter((l) => /artificially reduced/.test(l));
   const distinct = new Set(warnings);
   assert.equal(warnings.length, distinct.size, r.stderr);
+});
+
+test('a trap in the module unloads the model and says so; a new load works', async () => {
+  const g = await createGemma4({ backend: 'cpu' });
+  await g.load({ target: model, tokenizer });
+  // The CPU backend gives the host a turn after each token (a timer): a RuntimeError there
+  // reaches the runtime as a trap inside the module's call would.
+  const realSetTimeout = globalThis.setTimeout;
+  let trapped = false;
+  globalThis.setTimeout = (fn, ms, ...rest) => {
+    if (!trapped) {
+      trapped = true;
+      throw new WebAssembly.RuntimeError('a trap made by the test');
+    }
+    return realSetTimeout(fn, ms, ...rest);
+  };
+  let err = null;
+  try {
+    await g.chat.completions.create({ messages, max_tokens: 4 });
+  } catch (e) {
+    err = e;
+  } finally {
+    globalThis.setTimeout = realSetTimeout;
+  }
+  assert.ok(trapped, 'the stand-in trap was reached');
+  assert.match(String(err?.message), /the module stopped \(a trap made by the test\); the model is unloaded, load\(\) again/);
+  assert.equal(g.stats().loaded, false);
+  assert.equal(g.stats().stopped, 'a trap made by the test');
+  await assert.rejects(g.chat.completions.create({ messages, max_tokens: 1 }),
+                       /no model is loaded \(the module stopped: a trap made by the test\)/);
+  await g.load({ target: model, tokenizer });
+  assert.equal(g.stats().stopped, null);
+  const r = await g.chat.completions.create({ messages, max_tokens: 2 });
+  assert.equal(r.usage.completion_tokens, 2);
+  await g.unload();
 });

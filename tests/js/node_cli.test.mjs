@@ -101,6 +101,18 @@ test('errors come back as messages and exit codes', () => {
   assert.equal(u.status, 2);
 });
 
+test('on the CPU backend in WebAssembly, a cache past what 32-bit sizes hold is refused, not wrapped', () => {
+  // 2^24 positions of a 64-float row are 4 GiB: a 32-bit size wrapped that to nothing, and the
+  // cache was written past its end after garbage had been printed.
+  for (const [name, n] of [['e2b_mini', '16777213'], ['demo', '8388608']]) {
+    const r = spawnSync(process.execPath, [cli, 'generate', '--model', join(models, name), '--prompt-ids', '2,5,6',
+                                           '--max-new-tokens', n, '--backend', 'cpu'], { encoding: 'utf8' });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /cache: \d+ positions of layer \d+ take \d+ bytes for keys and as many for values, more than this build can address/);
+    assert.equal(r.stdout.trim(), '', 'no token printed');
+  }
+});
+
 test('a context whose cache does not fit one binding is refused before anything is made', () => {
   const r = spawnSync(process.execPath, [cli, 'generate', '--model', join(models, 'e2b_mini'), '--prompt-ids', '2',
                                          '--max-new-tokens', '16000000', '--backend', 'webgpu'], { encoding: 'utf8' });
