@@ -114,5 +114,20 @@ TEST(Synthetic, NeverWritesOverAModel) {
   fs::remove_all(dir);
 }
 
+TEST(Synthetic, AnInterruptedWriteLeavesNothing) {
+  const std::string base = test::MakeTempDir();
+  const std::string dir = base + "/new";
+  std::atomic<bool> cancel{true};
+  Status s = WriteSyntheticCheckpoint(dir, "e2b-assistant", 1, 1, &cancel);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("synth: interrupted"), std::string::npos) << s.message();
+  EXPECT_TRUE(fs::is_empty(base)) << "nothing at the folder, no partial folder beside it";
+  cancel = false;
+  ASSERT_TRUE(WriteSyntheticCheckpoint(dir, "e2b-assistant", 1, 1, &cancel).ok());
+  EXPECT_TRUE(fs::exists(dir + "/model.safetensors"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(base), fs::directory_iterator()), 1) << "the partial folder renamed";
+  fs::remove_all(base);
+}
+
 }  // namespace
 }  // namespace g4

@@ -23,6 +23,9 @@
 #include "model/synthetic.h"
 #include "session/engine.h"
 #include "session/speculative.h"
+#ifndef __wasi__
+#include "cli/signals.h"
+#endif
 
 namespace g4::cli {
 namespace {
@@ -517,11 +520,28 @@ int RunSynth(const std::vector<std::string>& argv) {
   if (!layers.ok()) return Fail(layers.status());
   if (!seed.ok()) return Fail(seed.status());
   const int64_t t0 = MonotonicMicros();
-  Status s = WriteSyntheticCheckpoint(a.Get("out"), a.Get("shape", "e2b"),
-                                      a.Has("layers") ? std::optional<int>(*layers) : std::nullopt,
-                                      static_cast<uint64_t>(*seed));
+  const auto write = [&](const std::atomic<bool>* cancel) {
+    return WriteSyntheticCheckpoint(a.Get("out"), a.Get("shape", "e2b"),
+                                    a.Has("layers") ? std::optional<int>(*layers) : std::nullopt,
+                                    static_cast<uint64_t>(*seed), cancel);
+  };
+#ifdef __wasi__
+  Status s = write(nullptr);
+#else
+  Status s = [&] {
+    StopOnSignals stop;
+    return write(stop.flag());
+  }();
+  if (const int sig = StopOnSignals::Received(); sig && !s.ok()) {
+    Fail(InvalidArgument("synth: interrupted by signal " + std::to_string(sig) + "; nothing was written to " + a.Get("out")));
+    return StopOnSignals::EndBySignal();
+  }
+#endif
   if (!s.ok()) return Fail(s);
   std::printf("wrote %s in %.1f s\n", a.Get("out").c_str(), (MonotonicMicros() - t0) / 1e6);
+#ifndef __wasi__
+  if (StopOnSignals::Received()) return StopOnSignals::EndBySignal();  // after the write: it stays
+#endif
   return 0;
 }
 

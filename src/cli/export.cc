@@ -9,29 +9,11 @@
 #include "model/model.h"
 #include "session/accuracy.h"
 #ifndef __wasi__
-#include <csignal>
-
+#include "cli/signals.h"
 #include "convert/export.h"
 #endif
 
 namespace g4::cli {
-
-#ifndef __wasi__
-namespace {
-
-// Ctrl-C (SIGINT), SIGTERM or SIGHUP during an export: the export stops at its next chunk and
-// removes its temporary folder; the process then ends by that signal, as the shell expects.
-std::atomic<bool> export_cancel{false};
-volatile std::sig_atomic_t export_signal = 0;
-constexpr int kExportSignals[] = {SIGINT, SIGTERM, SIGHUP};
-
-extern "C" void OnExportSignal(int sig) {
-  export_signal = sig;
-  export_cancel.store(true);
-}
-
-}  // namespace
-#endif
 
 int RunExport(const std::vector<std::string>& argv) {
 #ifdef __wasi__
@@ -47,26 +29,14 @@ int RunExport(const std::vector<std::string>& argv) {
   }
   auto scheme = ParseQuantScheme(a.Get("quant"));
   if (!scheme.ok()) return Fail(scheme.status());
-  struct sigaction on_signal = {}, previous[std::size(kExportSignals)];
-  on_signal.sa_handler = OnExportSignal;
-  sigemptyset(&on_signal.sa_mask);
-  for (size_t i = 0; i < std::size(kExportSignals); ++i) {
-    // A signal ignored from the start (nohup, a background job of a script) stays ignored.
-    sigaction(kExportSignals[i], nullptr, &previous[i]);
-    if (previous[i].sa_handler != SIG_IGN) sigaction(kExportSignals[i], &on_signal, nullptr);
-  }
-  auto done = ExportArtifacts(a.Get("model"), a.Get("assistant"), *scheme, out, &export_cancel);
-  for (size_t i = 0; i < std::size(kExportSignals); ++i) sigaction(kExportSignals[i], &previous[i], nullptr);
-  const int sig = export_signal;
-  const auto end_by_signal = [sig] {
-    std::fflush(stdout);
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
-    return 128 + sig;
-  };
+  auto done = [&] {
+    StopOnSignals stop;
+    return ExportArtifacts(a.Get("model"), a.Get("assistant"), *scheme, out, stop.flag());
+  }();
+  const int sig = StopOnSignals::Received();
   if (sig && !done.ok()) {
     Fail(InvalidArgument("export: interrupted by signal " + std::to_string(sig) + "; nothing was written to " + out));
-    return end_by_signal();
+    return StopOnSignals::EndBySignal();
   }
   if (!done.ok()) return Fail(done.status());
   for (const ExportedModel& m : *done) {
@@ -74,7 +44,7 @@ int RunExport(const std::vector<std::string>& argv) {
                 static_cast<unsigned long long>(m.bytes), m.quantized,
                 *scheme == QuantScheme::kBf16 ? "in bf16" : "quantized", m.kept, m.skipped);
   }
-  return sig ? end_by_signal() : 0;  // a signal after the export was complete: it stays
+  return sig ? StopOnSignals::EndBySignal() : 0;  // a signal after the export was complete: it stays
 #endif
 }
 

@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -148,8 +149,13 @@ Result<std::string> SyntheticConfigJson(const std::string& shape, std::optional<
   return (assistant ? AssistantConfigJson(*f, layers) : TargetConfigJson(*f, layers)).dump(2);
 }
 
+namespace {
+Status WriteFiles(const std::string& dir, const std::string& config_text, const ModelConfig& config, bool assistant,
+                  const AssistantConfig& assistant_config, uint64_t seed, const std::atomic<bool>* cancel);
+}  // namespace
+
 Status WriteSyntheticCheckpoint(const std::string& dir, const std::string& shape, std::optional<int> layers,
-                                uint64_t seed) {
+                                uint64_t seed, const std::atomic<bool>* cancel) {
   G4_ASSIGN_OR_RETURN(std::string config_text, SyntheticConfigJson(shape, layers));
   const bool assistant = IsAssistantShape(shape);
   ModelConfig config;
@@ -161,9 +167,10 @@ Status WriteSyntheticCheckpoint(const std::string& dir, const std::string& shape
     G4_ASSIGN_OR_RETURN(config, ParseModelConfig(config_text, "synthetic config"));
   }
   // A new folder, or an empty one: never over an existing model.
-  if (mkdir(dir.c_str(), 0755) != 0) {
-    if (errno != EEXIST) return InvalidArgument(dir + ": cannot create the folder: " + std::strerror(errno));
-    DIR* d = opendir(dir.c_str());
+  struct stat st;
+  const bool exists = lstat(dir.c_str(), &st) == 0;
+  if (exists) {
+    DIR* d = S_ISDIR(st.st_mode) ? opendir(dir.c_str()) : nullptr;
     if (!d) return InvalidArgument(dir + ": exists and is not a folder that can be read");
     bool empty = true;
     while (const dirent* e = readdir(d)) {
@@ -172,6 +179,32 @@ Status WriteSyntheticCheckpoint(const std::string& dir, const std::string& shape
     closedir(d);
     if (!empty) return InvalidArgument(dir + ": exists and is not empty; synth writes only into a new or empty folder");
   }
+#ifdef __wasi__
+  const std::string partial = dir + ".partial";  // one process a sandbox
+#else
+  const std::string partial = dir + ".partial-" + std::to_string(getpid());
+#endif
+  if (mkdir(partial.c_str(), 0755) != 0) {
+    return InvalidArgument(partial + ": cannot create the folder: " + std::strerror(errno));
+  }
+  Status s = WriteFiles(partial, config_text, config, assistant, assistant_config, seed, cancel);
+  if (s.ok() && cancel && cancel->load()) s = FailedPrecondition("synth: interrupted");
+  if (s.ok() && ((exists && rmdir(dir.c_str()) != 0) || std::rename(partial.c_str(), dir.c_str()) != 0)) {
+    s = DataLoss(dir + ": cannot move the new checkpoint into place (" + std::strerror(errno) + ")");
+  }
+  if (!s.ok()) {
+    for (const char* name : {"config.json", "generation_config.json", "model.safetensors", "model.safetensors.partial"}) {
+      std::remove(JoinPath(partial, name).c_str());
+    }
+    rmdir(partial.c_str());
+  }
+  return s;
+}
+
+namespace {
+
+Status WriteFiles(const std::string& dir, const std::string& config_text, const ModelConfig& config, bool assistant,
+                  const AssistantConfig& assistant_config, uint64_t seed, const std::atomic<bool>* cancel) {
   std::vector<std::pair<std::string, std::string>> files = {{"config.json", config_text}};
   if (!assistant) {
     files.emplace_back("generation_config.json", "{\"bos_token_id\": 2, \"eos_token_id\": [1, 106], \"pad_token_id\": 0}\n");
@@ -202,7 +235,8 @@ Status WriteSyntheticCheckpoint(const std::string& dir, const std::string& shape
     const bool vector = s.shape.size() == 1;
     const float amp = vector ? 0.0f : std::sqrt(3.0f / static_cast<float>(s.shape.back()));
     const uint64_t tensor_seed = seed * 1000003ull + i;
-    t.fill = [amp, vector, tensor_seed](uint64_t offset, uint8_t* dst, size_t n) -> Status {
+    t.fill = [amp, vector, tensor_seed, cancel](uint64_t offset, uint8_t* dst, size_t n) -> Status {
+      if (cancel && cancel->load(std::memory_order_relaxed)) return FailedPrecondition("synth: interrupted");
       // Norm weights and scalars near 1, matrices uniform with unit-variance outputs.
       Rng rng(tensor_seed ^ (offset * 0x9e3779b97f4a7c15ull));
       uint16_t* out = reinterpret_cast<uint16_t*>(dst);
@@ -228,5 +262,7 @@ Status WriteSyntheticCheckpoint(const std::string& dir, const std::string& shape
   }
   return WriteSafetensors(JoinPath(dir, "model.safetensors"), tensors, {{"format", "pt"}});
 }
+
+}  // namespace
 
 }  // namespace g4

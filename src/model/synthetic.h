@@ -4,6 +4,8 @@
 // see SyntheticShapes()).
 #pragma once
 
+#include <atomic>
+
 #include <optional>
 #include <string>
 
@@ -18,8 +20,10 @@ std::string SyntheticShapes();
 // full, the others sliding); none: the real depth.
 Result<std::string> SyntheticConfigJson(const std::string& shape, std::optional<int> layers);
 // Writes config.json, generation_config.json (targets) and model.safetensors (bf16) into `dir`,
-// which must not exist or be empty: an existing model is never overwritten.
+// which must not exist or be empty: an existing model is never overwritten. They are written into
+// DIR.partial-PID beside it, renamed to `dir` when complete: a failure, or `cancel` set (checked
+// between chunks), leaves nothing at `dir` and removes the partial folder.
 Status WriteSyntheticCheckpoint(const std::string& dir, const std::string& shape, std::optional<int> layers,
-                                uint64_t seed);
+                                uint64_t seed, const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace g4
