@@ -265,6 +265,24 @@ TEST(AssistantLoad, BadTokenOrderingIsNamed) {
   fs::remove_all(dir);
 }
 
+TEST(AssistantLoad, CentroidTensorsAConfigWithoutThemLeavesAreAnError) {
+  // use_ordered_embeddings off: the checkpoint's centroids and ordering would go unused.
+  const std::string dir = test::MakeTempDir();
+  test::CopyCheckpoint(test::TestData("models/e2b_mini/assistant_centroid"), dir);
+  nlohmann::json c = nlohmann::json::parse(test::ReadFile(dir + "/config.json"));
+  c["use_ordered_embeddings"] = false;
+  test::WriteFile(dir + "/config.json", c.dump());
+  auto be = MakeCpuBackend();
+  auto target = Model::Load(test::TestData("models/e2b_mini"), *be);
+  ASSERT_TRUE(target.ok());
+  auto a = Assistant::Load(dir, *be, **target);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("is not part of the model its config.json describes"), std::string::npos)
+      << a.status().message();
+  EXPECT_NE(a.status().message().find("masked_embedding."), std::string::npos) << a.status().message();
+  fs::remove_all(dir);
+}
+
 // Speculative sampling must keep the target's distribution. The second generated token's
 // distribution is computed exactly from the target (sum over the first token), then compared with
 // many seeded speculative runs, under each rule for sampled drafts; a biased acceptance rule fails

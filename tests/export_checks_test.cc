@@ -222,8 +222,8 @@ TEST(ExportChecks, TwoExportsToOneFolderGiveOneWholeArtifact) {
 }
 
 // A checkpoint that takes a while to export: the dense model plus a 512 MiB float32 matrix of
-// zeros that no layer reads (exported like any other tensor). The matrix is a hole in a sparse
-// file: no disk space, and read back as zeros.
+// zeros that no layer reads (named as another tower's: export leaves it out, but hashes the whole
+// file). The matrix is a hole in a sparse file: no disk space, and read back as zeros.
 std::string SlowSource() {
   const std::string dir = test::MakeTempDir();
   test::CopyCheckpoint(test::Models("dense"), dir);
@@ -242,7 +242,7 @@ std::string SlowSource() {
     header[name] = {{"dtype", DTypeName(t.info.dtype)}, {"shape", t.info.shape}, {"data_offsets", {at, data.size()}}};
   }
   const uint64_t rows = 131072, cols = 1024, big = rows * cols * 4;
-  header["model.unused_buffer.weight"] = {
+  header["model.vision_tower.slow_buffer.weight"] = {
       {"dtype", "F32"}, {"shape", {rows, cols}}, {"data_offsets", {data.size(), data.size() + big}}};
   std::string text = header.dump();
   while (text.size() % 8) text.push_back(' ');

@@ -163,6 +163,21 @@ TEST(Loader, MissingTensorIsNamed) {
   fs::remove_all(dir);
 }
 
+TEST(Loader, TensorsTheConfigDoesNotUseAreAnError) {
+  // The config cut to 3 of the checkpoint's 6 layers: the last three layers' tensors are left.
+  const std::string dir = test::MakeTempDir();
+  test::CopyCheckpoint(test::TestData("models/dense"), dir);
+  nlohmann::json c = nlohmann::json::parse(test::ReadFile(dir + "/config.json"));
+  nlohmann::json& text = c.contains("text_config") ? c["text_config"] : c;
+  text["num_hidden_layers"] = 3;
+  if (text.contains("layer_types")) text["layer_types"] = std::vector<nlohmann::json>(text["layer_types"].begin(), text["layer_types"].begin() + 3);
+  test::WriteFile(dir + "/config.json", c.dump());
+  const std::string e = Error(dir);
+  EXPECT_NE(e.find(dir + "/model.safetensors: tensor model.layers.3."), std::string::npos) << e;
+  EXPECT_NE(e.find("more) is not part of the model its config.json describes"), std::string::npos) << e;
+  fs::remove_all(dir);
+}
+
 TEST(Loader, WrongShapeIsNamedWithBothShapes) {
   const std::string dir = test::MakeTempDir();
   test::CopyCheckpoint(test::TestData("models/dense"), dir, [](test::TensorData& t) {

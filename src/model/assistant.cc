@@ -130,7 +130,8 @@ Result<Assistant::Source> Assistant::Check(const std::string& dir, const ModelCo
   ModelWeights decoder;
   Weight pre, post, centroids, ordering;
   const std::vector<WeightSpec> specs = AssistantSpecs(c, {&decoder, &pre, &post, &centroids, &ordering});
-  G4_RETURN_IF_ERROR(PlanWeights(*src.ckpt, specs).status());
+  G4_ASSIGN_OR_RETURN(const WeightPlan plan, PlanWeights(*src.ckpt, specs));
+  G4_RETURN_IF_ERROR(CheckNoneUnused(*src.ckpt, plan, {}));
   if (c.ordered_embeddings) {
     // The ordering stays on the host: a permutation of the vocabulary.
     const CheckpointTensor* t_ord = src.ckpt->Find("masked_embedding.token_ordering");

@@ -192,12 +192,39 @@ Status ReadLayerScalars(const Checkpoint& ckpt, const std::string& prefix, int l
   return Status::Ok();
 }
 
+Status CheckNoneUnused(const Checkpoint& ckpt, const WeightPlan& plan, const std::vector<std::string>& also_used) {
+  std::set<std::string> used(also_used.begin(), also_used.end());
+  for (const WeightPlan::Item& item : plan.items) {
+    used.insert(item.tensor->info.name);
+    if (item.scales) used.insert(item.scales->info.name);
+  }
+  const CheckpointTensor* first = nullptr;
+  std::string first_name;
+  int more = 0;
+  for (const auto& [name, t] : ckpt.tensors()) {
+    if (used.count(name) || IsOtherTower(name)) continue;
+    if (first) {
+      ++more;
+    } else {
+      first = &t;
+      first_name = name;
+    }
+  }
+  if (!first) return Status::Ok();
+  return InvalidArgument(ckpt.file(first->file).Name() + ": tensor " + first_name +
+                         (more ? " (and " + std::to_string(more) + " more)" : std::string()) +
+                         " is not part of the model its config.json describes; the checkpoint and its config disagree");
+}
+
 Result<std::unique_ptr<ModelPlan>> PlanModel(const ModelConfig& config, const Checkpoint& ckpt) {
   auto mp = std::make_unique<ModelPlan>();
   G4_ASSIGN_OR_RETURN(mp->prefix, DetectPrefix(ckpt));
   mp->specs = ListWeights(config, &mp->slots);
   for (WeightSpec& s : mp->specs) s.name = mp->prefix + s.name;
   G4_ASSIGN_OR_RETURN(mp->plan, PlanWeights(ckpt, mp->specs));
+  std::vector<std::string> scalars;
+  for (int i = 0; i < config.num_layers; ++i) scalars.push_back(mp->prefix + "layers." + std::to_string(i) + ".layer_scalar");
+  G4_RETURN_IF_ERROR(CheckNoneUnused(ckpt, mp->plan, scalars));
   return mp;
 }
 
