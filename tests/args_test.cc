@@ -29,6 +29,12 @@ TEST(Args, TableOptionsAreCheckedAgainstTheirRanges) {
   EXPECT_EQ(a->GetOption(limits::kSeed).status().message(),
             "--seed must be an integer in [0, 9007199254740991], not 18446744073709551615");
   EXPECT_EQ(a->GetOption(limits::kTopP).status().message(), "--top-p must be a number in (0, 1], not 0");
+  // Above 0 as a double, but 0 as the float32 the sampler takes.
+  a = Parse({"--top-p", "1e-50"});
+  EXPECT_EQ(a->GetOption(limits::kTopP).status().message(),
+            "--top-p must be a number in (0, 1], not 1e-50 (which is 0 as a float32)");
+  EXPECT_EQ(CheckLimit(limits::kTopP, 1e-50, "top_p").message(),
+            "top_p must be a number in (0, 1], not 1e-50 (which is 0 as a float32)");
   a = Parse({"--seed", "x"});
   EXPECT_EQ(a->GetOption(limits::kSeed).status().message(), "--seed: not an integer: x");
   a = Parse({"--seed", "9007199254740991"});

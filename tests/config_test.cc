@@ -201,6 +201,19 @@ TEST(Config, EosIdsAreNonNegativeIntegersThatFitAnId) {
   ExpectError(j, "eos_token_id: 4294967297 is not a token id");
 }
 
+TEST(Config, ErrorsSayWhereJsonBreaksAndWhatAFieldHeld) {
+  auto r = ParseModelConfig(R"({"vocab_size": 64, "rms_norm_eps": NaN})", "config.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("config.json: not valid JSON: it breaks at byte 36"), std::string::npos)
+      << r.status().message();
+  r = ParseModelConfig("[1, 2]", "config.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "config.json: not a JSON object");
+  json j = BaseText();
+  j["vocab_size"] = 18446744073709551615ull;  // read as int64, it was -1
+  ExpectError(j, "vocab_size: value 18446744073709551615 is out of range [1, 1073741824]");
+}
+
 TEST(Config, RopeAndSoftcapKeepFloatsFinite) {
   struct Bad { const char* key; double value; };
   for (Bad b : {Bad{"rope_theta", 1e-300}, Bad{"rope_theta", 0.5}, Bad{"rope_theta", 1e300}, Bad{"factor", 1e-300},

@@ -1,4 +1,5 @@
 // gemma4 export: quantized (or bfloat16) artifacts from a checkpoint and its assistant.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -70,7 +71,10 @@ int RunAccuracy(const std::vector<std::string>& argv) {
   for (size_t at = 0; at <= list.size();) {
     const size_t comma = std::min(list.find(',', at), list.size());
     auto s = ParseQuantScheme(list.substr(at, comma - at));
-    if (!s.ok()) return Fail(s.status());
+    if (!s.ok()) return Fail(s.status().WithContext("accuracy"));
+    if (std::find(schemes.begin(), schemes.end(), *s) != schemes.end()) {
+      return Fail(InvalidArgument("accuracy: --quant names " + std::string(QuantSchemeName(*s)) + " twice"));
+    }
     schemes.push_back(*s);
     at = comma + 1;
   }

@@ -129,8 +129,13 @@ Status CopyFile(const std::string& from, const std::string& to) {
   G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(from, kMaxTokenizerBytes));
   FILE* f = std::fopen(to.c_str(), "wb");
   if (!f) return NotFound(to + ": cannot create");
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  return (std::fclose(f) == 0 && ok) ? Status::Ok() : DataLoss(to + ": write failed");
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  int err = ok ? 0 : errno;
+  if (std::fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  return ok ? Status::Ok() : DataLoss(to + ": write failed (" + std::strerror(err) + ")");
 }
 
 // Writes the artifact of one checked model folder `src` (its checkpoint `ckpt`) into `out`.

@@ -1,6 +1,7 @@
 #include "io/safetensors.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -216,11 +217,16 @@ Status WriteSafetensors(const std::string& path, const std::vector<TensorToWrite
       ok = fill_status.ok() && std::fwrite(chunk.data(), 1, n, f) == n;
     }
   }
-  ok = (std::fclose(f) == 0) && ok;
+  int err = ok ? 0 : errno;  // the failed write's reason (a full disk: ENOSPC)
+  if (std::fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
   if (ok && std::rename(partial.c_str(), path.c_str()) == 0) return Status::Ok();
+  if (ok) err = errno;
   std::remove(partial.c_str());
   if (!fill_status.ok()) return fill_status.WithContext(path);
-  return DataLoss(path + ": write failed");
+  return DataLoss(path + ": write failed" + (err ? std::string(" (") + std::strerror(err) + ")" : std::string()));
 }
 
 }  // namespace g4

@@ -13,6 +13,37 @@ namespace {
 
 using nlohmann::json;
 
+// Why `text` is not a JSON object: where its syntax breaks (JSON has no NaN or Infinity), or
+// that it is valid JSON of another kind.
+class SyntaxErrorSax : public nlohmann::json_sax<json> {
+ public:
+  std::string problem;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(json::number_integer_t) override { return true; }
+  bool number_unsigned(json::number_unsigned_t) override { return true; }
+  bool number_float(json::number_float_t, const json::string_t&) override { return true; }
+  bool string(json::string_t&) override { return true; }
+  bool binary(json::binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(json::string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t position, const std::string& last_token, const nlohmann::detail::exception&) override {
+    std::string near = last_token.substr(0, 40);
+    for (char& c : near) c = static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
+    problem = "not valid JSON: it breaks at byte " + std::to_string(position) + " (near '" + near + "')";
+    return false;
+  }
+};
+
+std::string NotAnObject(const std::string& text) {
+  SyntaxErrorSax sax;
+  json::sax_parse(text, &sax);
+  return sax.problem.empty() ? "not a JSON object" : sax.problem;
+}
+
 // Reads fields of one JSON object, with errors that name the file and field.
 class Fields {
  public:
@@ -26,9 +57,12 @@ class Fields {
     const json* v = Find(key);
     if (!v) return required ? InvalidArgument(where_ + key + ": required field is missing") : Status::Ok();
     if (!v->is_number_integer()) return InvalidArgument(where_ + key + ": expected an integer");
-    const int64_t x = v->get<int64_t>();
+    // An unsigned value past int64 would read as negative: its text says what was given.
+    const bool big = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(1 << 30);
+    const int64_t x = big ? int64_t{1} << 31 : v->get<int64_t>();
     if (x < min_value || x > (1 << 30)) {
-      return InvalidArgument(where_ + key + ": value " + std::to_string(x) + " is out of range");
+      return InvalidArgument(where_ + key + ": value " + v->dump() + " is out of range [" + std::to_string(min_value) +
+                             ", " + std::to_string(1 << 30) + "]");
     }
     *out = static_cast<int>(x);
     return Status::Ok();
@@ -373,13 +407,13 @@ Result<ModelConfig> ParseText(const json& root, const std::string& source, bool 
 
 Result<ModelConfig> ParseModelConfig(const std::string& json_text, const std::string& source) {
   json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) return InvalidArgument(source + ": not a JSON object");
+  if (root.is_discarded() || !root.is_object()) return InvalidArgument(source + ": " + NotAnObject(json_text));
   return ParseText(root, source, /*query_only=*/false);
 }
 
 Result<AssistantConfig> ParseAssistantConfig(const std::string& json_text, const std::string& source) {
   json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) return InvalidArgument(source + ": not a JSON object");
+  if (root.is_discarded() || !root.is_object()) return InvalidArgument(source + ": " + NotAnObject(json_text));
   Fields top(root, source + ": ");
   std::string type;
   G4_RETURN_IF_ERROR(top.String("model_type", &type));
@@ -408,7 +442,7 @@ Result<AssistantConfig> ParseAssistantConfig(const std::string& json_text, const
 
 Status ApplyGenerationConfig(const std::string& json_text, const std::string& source, ModelConfig* config) {
   json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) return InvalidArgument(source + ": not a JSON object");
+  if (root.is_discarded() || !root.is_object()) return InvalidArgument(source + ": " + NotAnObject(json_text));
   auto it = root.find("eos_token_id");
   if (it != root.end() && !it->is_null()) {
     std::vector<int> ids;

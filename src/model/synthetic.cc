@@ -212,8 +212,13 @@ Status WriteFiles(const std::string& dir, const std::string& config_text, const 
   for (const auto& [name, text] : files) {
     FILE* f = std::fopen(JoinPath(dir, name).c_str(), "wb");
     if (!f) return NotFound(JoinPath(dir, name) + ": cannot create");
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !ok) return DataLoss(JoinPath(dir, name) + ": write failed");
+    bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    int err = ok ? 0 : errno;
+    if (std::fclose(f) != 0 && ok) {
+      ok = false;
+      err = errno;
+    }
+    if (!ok) return DataLoss(JoinPath(dir, name) + ": write failed (" + std::strerror(err) + ")");
   }
   ModelWeights unused;
   std::vector<WeightSpec> specs = ListWeights(config, &unused);

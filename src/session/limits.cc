@@ -72,7 +72,9 @@ std::string RangeText(const Limit& limit) {
 
 Status CheckLimit(const Limit& limit, double v, const std::string& name) {
   if (limit.Contains(v)) return Status::Ok();
-  return InvalidArgument(name + " must be " + RangeText(limit) + ", not " + FormatNumber(v));
+  const bool underflows = limit.min_open && v > limit.min && v <= limit.max;
+  return InvalidArgument(name + " must be " + RangeText(limit) + ", not " + FormatNumber(v) +
+                         (underflows ? " (which is " + FormatNumber(limit.min) + " as a float32)" : std::string()));
 }
 
 Status CheckChoice(const Limit& limit, const std::string& v, const std::string& name) {

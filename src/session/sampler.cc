@@ -29,9 +29,11 @@ double Unit(uint64_t bits) { return (static_cast<double>(bits >> 11) + 0.5) * (1
 static_assert(kNotFinite == static_cast<int>(Backend::kNotFiniteId), "one id for logits that are not finite");
 
 Status ValidateSamplerOptions(const SamplerOptions& o) {
-  if (!(o.temperature >= 0.0f) || !std::isfinite(o.temperature)) return InvalidArgument("temperature must be >= 0");
-  if (o.top_k < 0) return InvalidArgument("top_k must be >= 0");
-  if (!(o.top_p > 0.0f && o.top_p <= 1.0f)) return InvalidArgument("top_p must be in (0, 1]");
+  if (!(o.temperature >= 0.0f) || !std::isfinite(o.temperature)) {
+    return InvalidArgument("temperature must be >= 0, not " + std::to_string(o.temperature));
+  }
+  if (o.top_k < 0) return InvalidArgument("top_k must be >= 0, not " + std::to_string(o.top_k));
+  if (!(o.top_p > 0.0f && o.top_p <= 1.0f)) return InvalidArgument("top_p must be in (0, 1], not " + std::to_string(o.top_p));
   return Status::Ok();
 }
 
