@@ -79,7 +79,7 @@ TEST(ExportChecks, BrokenSourcesAreRefusedAsLoadingRefusesThem) {
   const std::string not_json = test::MakeTempDir();
   test::CopyCheckpoint(dense, not_json);
   test::WriteFile(not_json + "/config.json", "{\"model_type\": \"gemma4_text\",");
-  ExpectRefusedAsLoadingRefuses(not_json, "", "config.json: not a JSON object");
+  ExpectRefusedAsLoadingRefuses(not_json, "", "config.json: not valid JSON: it breaks at byte 30");
 
   const std::string layers = test::MakeTempDir();
   test::CopyCheckpoint(dense, layers);
