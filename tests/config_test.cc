@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include <gtest/gtest.h>
 
@@ -210,7 +211,7 @@ TEST(Config, ErrorsSayWhereJsonBreaksAndWhatAFieldHeld) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "config.json: not a JSON object");
   json j = BaseText();
-  j["vocab_size"] = 18446744073709551615ull;  // read as int64, it was -1
+  j["vocab_size"] = 18446744073709551615ull;  // -1 if read as int64
   ExpectError(j, "vocab_size: value 18446744073709551615 is out of range [1, 1073741824]");
 }
 
@@ -256,8 +257,11 @@ TEST(Config, AGenerationConfigThatCannotBeReadIsAnErrorNotAbsent) {
     test::WriteFile(dir + "/config.json", BaseText().dump());
     ASSERT_EQ(symlink(target, (dir + "/generation_config.json").c_str()), 0);
     auto c = LoadModelConfig(dir);
-    ASSERT_FALSE(c.ok()) << target;
-    EXPECT_NE(c.status().message().find(dir + "/generation_config.json"), std::string::npos) << c.status().message();
+    EXPECT_FALSE(c.ok()) << target;
+    if (!c.ok()) {
+      EXPECT_NE(c.status().message().find(dir + "/generation_config.json"), std::string::npos) << c.status().message();
+    }
+    std::filesystem::remove_all(dir);
   }
 }
 

@@ -178,6 +178,33 @@ TEST(Loader, TensorsTheConfigDoesNotUseAreAnError) {
   fs::remove_all(dir);
 }
 
+TEST(Loader, KeysAndValuesKeptForSharedLayersAreLeftUnread) {
+  // Released E2B checkpoints keep k_proj, v_proj and k_norm on the layers that read another
+  // layer's cache (6 to 9 here); they go unread, and the model loads.
+  const std::string src = test::TestData("models/e2b_mini"), dir = test::MakeTempDir();
+  auto ckpt = Checkpoint::Open(src);
+  ASSERT_TRUE(ckpt.ok());
+  std::vector<test::TensorData> extra;
+  for (int layer = 6; layer <= 9; ++layer) {
+    const int donor = layer == 9 ? 4 : 5;  // a layer of the same kind, full or sliding
+    for (const char* part : {"k_proj.weight", "v_proj.weight", "k_norm.weight"}) {
+      const std::string name = "model.language_model.layers." + std::to_string(donor) + ".self_attn." + part;
+      const CheckpointTensor* t = (*ckpt)->Find(name);
+      ASSERT_NE(t, nullptr) << name;
+      test::TensorData d{"model.language_model.layers." + std::to_string(layer) + ".self_attn." + part, t->info.dtype,
+                         t->info.shape, std::vector<uint8_t>(t->info.bytes)};
+      ASSERT_TRUE((*ckpt)->file(t->file).Read(t->info.offset, t->info.bytes, d.bytes.data()).ok());
+      extra.push_back(std::move(d));
+    }
+  }
+  test::CopyCheckpoint(src, dir, {}, std::move(extra));
+  auto be = MakeCpuBackend();
+  auto m = Model::Load(dir, *be);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ((*m)->load_report().unused_tensors.size(), 12u);
+  fs::remove_all(dir);
+}
+
 TEST(Loader, WrongShapeIsNamedWithBothShapes) {
   const std::string dir = test::MakeTempDir();
   test::CopyCheckpoint(test::TestData("models/dense"), dir, [](test::TensorData& t) {

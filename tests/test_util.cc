@@ -92,7 +92,8 @@ std::vector<uint8_t> ConvertFloat(const std::vector<uint8_t>& bytes, DType from,
   return out;
 }
 
-void CopyCheckpoint(const std::string& from, const std::string& to, const std::function<bool(TensorData&)>& rewrite) {
+void CopyCheckpoint(const std::string& from, const std::string& to, const std::function<bool(TensorData&)>& rewrite,
+                    std::vector<TensorData> extra) {
   fs::create_directories(to);
   for (const char* name : {"config.json", "generation_config.json"}) {
     if (fs::exists(fs::path(from) / name)) fs::copy_file(fs::path(from) / name, fs::path(to) / name);
@@ -106,6 +107,7 @@ void CopyCheckpoint(const std::string& from, const std::string& to, const std::f
     if (rewrite && !rewrite(d)) continue;
     tensors.push_back(std::move(d));
   }
+  for (TensorData& d : extra) tensors.push_back(std::move(d));
   std::vector<TensorToWrite> out;
   for (const auto& t : tensors) out.push_back(TensorToWrite{t.name, t.dtype, t.shape, t.bytes.data(), {}});
   if (!WriteSafetensors((fs::path(to) / "model.safetensors").string(), out).ok()) std::abort();

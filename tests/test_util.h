@@ -39,7 +39,7 @@ struct TensorData {
   std::vector<uint8_t> bytes;
 };
 void CopyCheckpoint(const std::string& from, const std::string& to,
-                    const std::function<bool(TensorData&)>& rewrite = {});
+                    const std::function<bool(TensorData&)>& rewrite = {}, std::vector<TensorData> extra = {});
 // Converts bf16/f16/f32 tensor bytes to another float dtype.
 std::vector<uint8_t> ConvertFloat(const std::vector<uint8_t>& bytes, DType from, DType to);
 

@@ -51,10 +51,14 @@ export function checkLimit(what, name, value, limit) {
     }
     return value;
   }
-  const inRange = typeof value === 'number' && Number.isFinite(value) && (limit.min_open ? value > limit.min : value >= limit.min) &&
-                  value <= limit.max && (!limit.integer || Number.isInteger(value));
+  // An open lower bound holds for the value as the float32 the module takes (1e-50 is 0 there).
+  const inRange = typeof value === 'number' && Number.isFinite(value) && value <= limit.max &&
+                  (limit.min_open ? value > limit.min && Math.fround(value) > limit.min : value >= limit.min) &&
+                  (!limit.integer || Number.isInteger(value));
   if (!inRange) {
-    throw new TypeError(`gemma4 ${what}: ${name} must be ${limit.range}${typeof value === 'number' ? `, not ${value}` : ''}`);
+    const underflows = typeof value === 'number' && limit.min_open && value > limit.min && value <= limit.max;
+    throw new TypeError(`gemma4 ${what}: ${name} must be ${limit.range}${typeof value === 'number' ? `, not ${value}` : ''}` +
+                        (underflows ? ` (which is ${limit.min} as a float32)` : ''));
   }
   return value;
 }
@@ -349,7 +353,8 @@ class Runtime {
         measuredFill.set(fillKey, this.#info.gpu_fill);
       }
     } catch (e) {
-      if (rt && !(e instanceof WebAssembly.RuntimeError)) inst.exports.g4_rt_free(rt);
+      if (inst.stopped) inst.gpu?.destroyModuleBuffers();
+      else if (rt) inst.exports.g4_rt_free(rt);
       this.#leftBehind = inst.gpu ? inst.gpu.liveBuffers() : 0;
       inst.gpu?.dispose();
       this.#inst = null;
@@ -368,7 +373,8 @@ class Runtime {
   #abandon(trap) {
     this.#stopped = trap.message;
     const inst = this.#inst;
-    this.#leftBehind = 0;
+    inst?.gpu?.destroyModuleBuffers();
+    this.#leftBehind = inst?.gpu ? inst.gpu.liveBuffers() : 0;
     inst?.gpu?.dispose();
     this.#rt = 0;
     this.#inst = null;
@@ -531,7 +537,7 @@ class Runtime {
       done = await this.#generate(job);
     } catch (e) {
       this.#job = null;
-      const err = e instanceof WebAssembly.RuntimeError ? this.#abandon(e) : e;
+      const err = e instanceof WebAssembly.RuntimeError || this.#inst?.stopped ? this.#abandon(this.#inst?.stopped ?? e) : e;
       this.#leave();
       job.fail(err);
       throw err;
@@ -557,7 +563,7 @@ class Runtime {
         if (profile) this.#profile = JSON.parse(profile);
       }
     } finally {
-      inst.exports.free(p);
+      if (!inst.stopped) inst.exports.free(p);
     }
     const s = answer.stats;
     const usage = {

@@ -403,6 +403,14 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
       profile.querySet = null;
       groups.clear();
     },
+    // Destroys the buffers the module made and did not destroy: for a module that stopped (a
+    // trap), which can no longer destroy its own.
+    destroyModuleBuffers() {
+      for (let i = 1; i < buffers.length; i++) {
+        buffers[i]?.destroy();
+        buffers[i] = null;
+      }
+    },
     profileSnapshot,
     // Buffers the module made and has not destroyed (unloading must bring this back to 0).
     liveBuffers: () => buffers.filter((b) => b !== null).length,

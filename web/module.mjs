@@ -60,11 +60,15 @@ export async function instantiate(wasm, { wasi, device = null, host = {}, gpuOpt
   new Uint32Array(memory().buffer, dataPtr, 2).set([dataPtr + 8, dataPtr + 8 + ASYNCIFY_STACK]);
 
   const bytes = () => new Uint8Array(memory().buffer);
+  let stopped = null;  // the trap (a WebAssembly RuntimeError) that left the module unusable
   return {
     exports: ex,
     gpu,
+    // The trap that stopped the module, or null: after one, nothing more is called in it.
+    get stopped() { return stopped; },
     // Runs export `name`, awaiting every suspension; resolves to its return value.
     async call(name, ...args) {
+      if (stopped) throw stopped;
       if (running) throw new Error('gemma4: the module is already running a call');
       running = true;
       try {
@@ -79,6 +83,9 @@ export async function instantiate(wasm, { wasi, device = null, host = {}, gpuOpt
           r = ex[name](...args);
         }
         return r;
+      } catch (e) {
+        if (e instanceof WebAssembly.RuntimeError) stopped = e;
+        throw e;
       } finally {
         running = false;
       }
@@ -94,7 +101,7 @@ export async function instantiate(wasm, { wasi, device = null, host = {}, gpuOpt
         ex.free(p);
         return s;
       } finally {
-        ex.free(out);
+        if (!stopped) ex.free(out);
       }
     },
     // Copies bytes (or a string, UTF-8) into malloc'd memory: [ptr, length].

@@ -229,8 +229,9 @@ export function createHttpServer({ model, assistant = null, apiKey = null, maxQu
   }
 
   async function route(req, res) {
-    // The path as sent, up to its query: a URL parser would read `//v1/...` as a host.
-    const raw = req.url.split(/[?#]/)[0];
+    // The path as sent, up to its query (a URL parser would read `//v1/...` as a host); of an
+    // absolute-form target (`http://host/v1/models`), the path after its authority.
+    const raw = req.url.split(/[?#]/)[0].replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '');
     if (!raw.startsWith('/')) throw new HttpError(400, `the request target '${raw.slice(0, 200)}' is not a path`);
     const path = raw.replace(/\/+$/, '') || '/';
     const modelPath = path.startsWith('/v1/models/');

@@ -21,6 +21,8 @@ extern "C" void OnStopSignal(int sig) {
 }  // namespace
 
 StopOnSignals::StopOnSignals() {
+  stop.store(false);
+  stop_signal = 0;
   struct sigaction on_signal = {};
   on_signal.sa_handler = OnStopSignal;
   sigemptyset(&on_signal.sa_mask);

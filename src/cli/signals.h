@@ -9,8 +9,8 @@ namespace g4::cli {
 
 class StopOnSignals {
  public:
-  // Installs the handlers; a signal ignored from the start (nohup, a background job of a script)
-  // stays ignored.
+  // Clears what an earlier instance received and installs the handlers; a signal ignored from the
+  // start (nohup, a background job of a script) stays ignored. One instance at a time.
   StopOnSignals();
   // Puts the previous handlers back.
   ~StopOnSignals();

@@ -135,7 +135,7 @@ Status CopyFile(const std::string& from, const std::string& to) {
     ok = false;
     err = errno;
   }
-  return ok ? Status::Ok() : DataLoss(to + ": write failed (" + std::strerror(err) + ")");
+  return ok ? Status::Ok() : DataLoss(to + ": write failed" + (err ? std::string(" (") + std::strerror(err) + ")" : ""));
 }
 
 // Writes the artifact of one checked model folder `src` (its checkpoint `ckpt`) into `out`.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include <dirent.h>
@@ -154,8 +155,10 @@ Status WriteFiles(const std::string& dir, const std::string& config_text, const 
                   const AssistantConfig& assistant_config, uint64_t seed, const std::atomic<bool>* cancel);
 }  // namespace
 
-Status WriteSyntheticCheckpoint(const std::string& dir, const std::string& shape, std::optional<int> layers,
+Status WriteSyntheticCheckpoint(const std::string& dir_arg, const std::string& shape, std::optional<int> layers,
                                 uint64_t seed, const std::atomic<bool>* cancel) {
+  std::string dir = dir_arg;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   G4_ASSIGN_OR_RETURN(std::string config_text, SyntheticConfigJson(shape, layers));
   const bool assistant = IsAssistantShape(shape);
   ModelConfig config;
@@ -180,7 +183,7 @@ Status WriteSyntheticCheckpoint(const std::string& dir, const std::string& shape
     if (!empty) return InvalidArgument(dir + ": exists and is not empty; synth writes only into a new or empty folder");
   }
 #ifdef __wasi__
-  const std::string partial = dir + ".partial";  // one process a sandbox
+  const std::string partial = dir + ".partial-" + std::to_string(std::random_device()());  // no process ids
 #else
   const std::string partial = dir + ".partial-" + std::to_string(getpid());
 #endif
@@ -189,7 +192,8 @@ Status WriteSyntheticCheckpoint(const std::string& dir, const std::string& shape
   }
   Status s = WriteFiles(partial, config_text, config, assistant, assistant_config, seed, cancel);
   if (s.ok() && cancel && cancel->load()) s = FailedPrecondition("synth: interrupted");
-  if (s.ok() && ((exists && rmdir(dir.c_str()) != 0) || std::rename(partial.c_str(), dir.c_str()) != 0)) {
+  // rename() replaces an empty folder and refuses one that holds anything.
+  if (s.ok() && std::rename(partial.c_str(), dir.c_str()) != 0) {
     s = DataLoss(dir + ": cannot move the new checkpoint into place (" + std::strerror(errno) + ")");
   }
   if (!s.ok()) {
@@ -218,7 +222,7 @@ Status WriteFiles(const std::string& dir, const std::string& config_text, const 
       ok = false;
       err = errno;
     }
-    if (!ok) return DataLoss(JoinPath(dir, name) + ": write failed (" + std::strerror(err) + ")");
+    if (!ok) return DataLoss(JoinPath(dir, name) + ": write failed" + (err ? std::string(" (") + std::strerror(err) + ")" : ""));
   }
   ModelWeights unused;
   std::vector<WeightSpec> specs = ListWeights(config, &unused);

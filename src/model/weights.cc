@@ -1,5 +1,6 @@
 #include "model/weights.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <set>
 
@@ -50,8 +51,8 @@ Result<WeightPlan::Item> PlanQuantized(const Checkpoint& ckpt, const WeightSpec&
 
 bool IsOtherTower(const std::string& name) {
   static const char* kPrefixes[] = {"model.vision_tower.", "model.audio_tower.", "model.embed_vision.",
-                                    "model.embed_audio.", "vision_tower.", "audio_tower.",
-                                    "multi_modal_projector."};
+                                    "model.embed_audio.", "model.multi_modal_projector.", "vision_tower.",
+                                    "audio_tower.", "embed_vision.", "embed_audio.", "multi_modal_projector."};
   for (const char* p : kPrefixes) {
     if (name.rfind(p, 0) == 0) return true;
   }
@@ -192,8 +193,9 @@ Status ReadLayerScalars(const Checkpoint& ckpt, const std::string& prefix, int l
   return Status::Ok();
 }
 
-Status CheckNoneUnused(const Checkpoint& ckpt, const WeightPlan& plan, const std::vector<std::string>& also_used) {
-  std::set<std::string> used(also_used.begin(), also_used.end());
+Status CheckUnused(const Checkpoint& ckpt, const WeightPlan& plan,
+                   const std::function<bool(const std::string&)>& disagrees) {
+  std::set<std::string> used;
   for (const WeightPlan::Item& item : plan.items) {
     used.insert(item.tensor->info.name);
     if (item.scales) used.insert(item.scales->info.name);
@@ -202,7 +204,7 @@ Status CheckNoneUnused(const Checkpoint& ckpt, const WeightPlan& plan, const std
   std::string first_name;
   int more = 0;
   for (const auto& [name, t] : ckpt.tensors()) {
-    if (used.count(name) || IsOtherTower(name)) continue;
+    if (used.count(name) || IsOtherTower(name) || !disagrees(name)) continue;
     if (first) {
       ++more;
     } else {
@@ -222,9 +224,15 @@ Result<std::unique_ptr<ModelPlan>> PlanModel(const ModelConfig& config, const Ch
   mp->specs = ListWeights(config, &mp->slots);
   for (WeightSpec& s : mp->specs) s.name = mp->prefix + s.name;
   G4_ASSIGN_OR_RETURN(mp->plan, PlanWeights(ckpt, mp->specs));
-  std::vector<std::string> scalars;
-  for (int i = 0; i < config.num_layers; ++i) scalars.push_back(mp->prefix + "layers." + std::to_string(i) + ".layer_scalar");
-  G4_RETURN_IF_ERROR(CheckNoneUnused(ckpt, mp->plan, scalars));
+  // A layer past num_hidden_layers, or experts and a router the config leaves off. (Other text
+  // tensors may go unread: E2B's released checkpoints keep keys and values for the layers that
+  // share another's cache.)
+  const std::string layers = mp->prefix + "layers.";
+  G4_RETURN_IF_ERROR(CheckUnused(ckpt, mp->plan, [&](const std::string& name) {
+    if (name.find(".experts.") != std::string::npos || name.find(".router.") != std::string::npos) return true;
+    if (name.rfind(layers, 0) != 0) return false;
+    return std::atoll(name.c_str() + layers.size()) >= config.num_layers;
+  }));
   return mp;
 }
 

@@ -88,10 +88,11 @@ struct WeightPlan {
   std::vector<Item> items;
 };
 Result<WeightPlan> PlanWeights(const Checkpoint& ckpt, const std::vector<WeightSpec>& specs);
-// Every tensor of the checkpoint is in the plan (or `also_used`, or another tower's): one the
-// config does not use (a layer past num_hidden_layers, experts with the MoE block off) means the
-// checkpoint and its config disagree, an error naming the file and the tensor.
-Status CheckNoneUnused(const Checkpoint& ckpt, const WeightPlan& plan, const std::vector<std::string>& also_used);
+// A tensor of the checkpoint outside the plan (and not another tower's) for which `disagrees`
+// holds means the checkpoint and its config disagree (a layer past num_hidden_layers, experts
+// with the MoE block off): an error naming the file, the first such tensor and how many more.
+Status CheckUnused(const Checkpoint& ckpt, const WeightPlan& plan,
+                   const std::function<bool(const std::string&)>& disagrees);
 // The name of the scales of a quantized tensor.
 inline std::string ScaleTensorName(const std::string& name) { return name + "_scale"; }
 // Loads a plan through the backend into the specs' slots; on error nothing stays allocated.

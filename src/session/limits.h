@@ -44,8 +44,9 @@ struct Limit {
   double CliFallback() const { return std::isnan(cli_fallback) ? fallback : cli_fallback; }
   // An open lower bound holds for the value as the float32 it is used as (1e-50 is 0 there).
   bool Contains(double v) const {
-    return std::isfinite(v) && (min_open ? v > min && static_cast<float>(v) > static_cast<float>(min) : v >= min) &&
-           v <= max && (!integer() || v == std::floor(v));
+    return std::isfinite(v) && v <= max &&
+           (min_open ? v > min && static_cast<float>(v) > static_cast<float>(min) : v >= min) &&
+           (!integer() || v == std::floor(v));
   }
 };
 

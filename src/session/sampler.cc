@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <string>
 
@@ -28,12 +29,21 @@ double Unit(uint64_t bits) { return (static_cast<double>(bits >> 11) + 0.5) * (1
 
 static_assert(kNotFinite == static_cast<int>(Backend::kNotFiniteId), "one id for logits that are not finite");
 
+namespace {
+// A float in its shortest %g form (-1e-09, not -0.000000).
+std::string Shortest(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", static_cast<double>(v));
+  return buf;
+}
+}  // namespace
+
 Status ValidateSamplerOptions(const SamplerOptions& o) {
   if (!(o.temperature >= 0.0f) || !std::isfinite(o.temperature)) {
-    return InvalidArgument("temperature must be >= 0, not " + std::to_string(o.temperature));
+    return InvalidArgument("temperature must be >= 0, not " + Shortest(o.temperature));
   }
   if (o.top_k < 0) return InvalidArgument("top_k must be >= 0, not " + std::to_string(o.top_k));
-  if (!(o.top_p > 0.0f && o.top_p <= 1.0f)) return InvalidArgument("top_p must be in (0, 1], not " + std::to_string(o.top_p));
+  if (!(o.top_p > 0.0f && o.top_p <= 1.0f)) return InvalidArgument("top_p must be in (0, 1], not " + Shortest(o.top_p));
   return Status::Ok();
 }
 

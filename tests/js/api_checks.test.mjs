@@ -141,8 +141,9 @@ test("Dawn's adapter warnings print once a process, not at every create()", { ti
 test('a trap in the module unloads the model and says so; a new load works', async () => {
   const g = await createGemma4({ backend: 'cpu' });
   await g.load({ target: model, tokenizer });
-  // The CPU backend gives the host a turn after each token (a timer): a RuntimeError there
-  // reaches the runtime as a trap inside the module's call would.
+  // The CPU backend gives the host a turn after each token (a timer): a RuntimeError thrown there
+  // comes out of the module's call as a trap would (the stand-in leaves the instance itself
+  // intact, so this checks the runtime's handling, not a damaged instance).
   const realSetTimeout = globalThis.setTimeout;
   let trapped = false;
   globalThis.setTimeout = (fn, ms, ...rest) => {
@@ -170,5 +171,13 @@ test('a trap in the module unloads the model and says so; a new load works', asy
   assert.equal(g.stats().stopped, null);
   const r = await g.chat.completions.create({ messages, max_tokens: 2 });
   assert.equal(r.usage.completion_tokens, 2);
+  await g.unload();
+});
+
+test('an option whose value is 0 as a float32 is refused as out of range, saying so', async () => {
+  const g = await createGemma4({ backend: 'cpu' });
+  await g.load({ target: model, tokenizer });
+  await assert.rejects(g.chat.completions.create({ messages, max_tokens: 1, top_p: 1e-50 }),
+                       (e) => e instanceof TypeError && /top_p must be .*, not 1e-50 \(which is 0 as a float32\)/.test(e.message));
   await g.unload();
 });

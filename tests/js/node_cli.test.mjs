@@ -102,8 +102,7 @@ test('errors come back as messages and exit codes', () => {
 });
 
 test('on the CPU backend in WebAssembly, a cache past what 32-bit sizes hold is refused, not wrapped', () => {
-  // 2^24 positions of a 64-float row are 4 GiB: a 32-bit size wrapped that to nothing, and the
-  // cache was written past its end after garbage had been printed.
+  // 2^24 positions of a 64-float row are 4 GiB, past what a 32-bit size holds.
   for (const [name, n] of [['e2b_mini', '16777213'], ['demo', '8388608']]) {
     const r = spawnSync(process.execPath, [cli, 'generate', '--model', join(models, name), '--prompt-ids', '2,5,6',
                                            '--max-new-tokens', n, '--backend', 'cpu'], { encoding: 'utf8' });

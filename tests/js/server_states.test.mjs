@@ -2,7 +2,8 @@
 // stand-in runtime (web/server.mjs takes any object with the API's shape): a module that stopped
 // (a WebAssembly trap unloaded the model) makes /health 503 `stopped` and every request a 500
 // server_error, not the client's 400; request targets a URL parser would misread, and a model
-// id that is not valid percent-encoding, are the client's 400 or 404, never a 500.
+// id that is not valid percent-encoding, are the client's 400 or 404, never a 500; a target in
+// absolute form is served by its path.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
@@ -65,6 +66,9 @@ test('a stopped module: /health 503 stopped, requests 500; odd request targets a
     r = await raw(port, 'GET', '*');
     assert.equal(r.status, 400);
     assert.match(r.body.error.message, /not a path/);
+    r = await raw(port, 'GET', `http://127.0.0.1:${port}/v1/models`);  // absolute form
+    assert.equal(r.status, 200);
+    assert.equal(r.body.data[0].id, 'm');
   } finally {
     await http.shutdown();
   }
