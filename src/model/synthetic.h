@@ -21,8 +21,9 @@ std::string SyntheticShapes();
 Result<std::string> SyntheticConfigJson(const std::string& shape, std::optional<int> layers);
 // Writes config.json, generation_config.json (targets) and model.safetensors (bf16) into `dir`,
 // which must not exist or be empty: an existing model is never overwritten. They are written into
-// DIR.partial-PID beside it, renamed to `dir` when complete: a failure, or `cancel` set (checked
-// between chunks), leaves nothing at `dir` and removes the partial folder.
+// DIR.partial-N beside it (N the process id, or a random number in WebAssembly), renamed to `dir`
+// when complete: a failure, or `cancel` set (checked between chunks), leaves nothing at `dir` and
+// removes the partial folder.
 Status WriteSyntheticCheckpoint(const std::string& dir, const std::string& shape, std::optional<int> layers,
                                 uint64_t seed, const std::atomic<bool>* cancel = nullptr);
 
