@@ -353,10 +353,7 @@ class Runtime {
         measuredFill.set(fillKey, this.#info.gpu_fill);
       }
     } catch (e) {
-      if (inst.stopped) inst.gpu?.destroyModuleBuffers();
-      else if (rt) inst.exports.g4_rt_free(rt);
-      this.#leftBehind = inst.gpu ? inst.gpu.liveBuffers() : 0;
-      inst.gpu?.dispose();
+      this.#release(inst, rt);
       this.#inst = null;
       throw e;
     }
@@ -368,33 +365,27 @@ class Runtime {
   }
 
   // The module trapped (a WebAssembly RuntimeError): its memory may hold anything, so nothing
-  // more is asked of it. The GPU buffers it made are destroyed from here, the model is unloaded
-  // and the error says so; load() starts a new instance.
+  // more is asked of it (#release destroys its GPU buffers from here); the model is unloaded and
+  // the error says so; load() starts a new instance.
   #abandon(trap) {
     this.#stopped = trap.message;
-    const inst = this.#inst;
-    inst?.gpu?.destroyModuleBuffers();
-    this.#leftBehind = inst?.gpu ? inst.gpu.liveBuffers() : 0;
-    inst?.gpu?.dispose();
-    this.#rt = 0;
-    this.#inst = null;
-    this.#info = null;
-    this.#loaded?.target.close();
-    this.#loaded?.assistant?.close();
-    this.#loaded = null;
+    this.#unloadNow();
     this.#releaseDevice();
     return new Error(`gemma4 chat.completions.create: the module stopped (${trap.message}); the model is unloaded, load() again`);
   }
 
+  // Frees what instance `inst` holds: its runtime `rt` through the module or, when a trap stopped
+  // the module, its GPU buffers from here; then the bridge's own. Returns the GPU buffers left.
+  #release(inst, rt) {
+    if (inst.stopped) inst.gpu?.destroyModuleBuffers();
+    else if (rt) inst.exports.g4_rt_free(rt);
+    this.#leftBehind = inst.gpu ? inst.gpu.liveBuffers() : 0;
+    inst.gpu?.dispose();
+    return this.#leftBehind;
+  }
+
   #unloadNow({ keepSources = false } = {}) {
-    const inst = this.#inst;
-    let leaked = 0;
-    if (inst) {
-      if (this.#rt) inst.exports.g4_rt_free(this.#rt);
-      leaked = inst.gpu ? inst.gpu.liveBuffers() : 0;
-      this.#leftBehind = leaked;
-      inst.gpu?.dispose();
-    }
+    const leaked = this.#inst ? this.#release(this.#inst, this.#rt) : 0;
     this.#rt = 0;
     this.#inst = null;
     this.#info = null;
@@ -537,7 +528,7 @@ class Runtime {
       done = await this.#generate(job);
     } catch (e) {
       this.#job = null;
-      const err = e instanceof WebAssembly.RuntimeError || this.#inst?.stopped ? this.#abandon(this.#inst?.stopped ?? e) : e;
+      const err = this.#inst?.stopped ? this.#abandon(this.#inst.stopped) : e;
       this.#leave();
       job.fail(err);
       throw err;
