@@ -127,15 +127,7 @@ class Quantizer {
 
 Status CopyFile(const std::string& from, const std::string& to) {
   G4_ASSIGN_OR_RETURN(std::string text, ReadTextFile(from, kMaxTokenizerBytes));
-  FILE* f = std::fopen(to.c_str(), "wb");
-  if (!f) return NotFound(to + ": cannot create");
-  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  int err = ok ? 0 : errno;
-  if (std::fclose(f) != 0 && ok) {
-    ok = false;
-    err = errno;
-  }
-  return ok ? Status::Ok() : DataLoss(to + ": write failed" + (err ? std::string(" (") + std::strerror(err) + ")" : ""));
+  return WriteTextFile(to, text);
 }
 
 // Writes the artifact of one checked model folder `src` (its checkpoint `ckpt`) into `out`.

@@ -239,6 +239,19 @@ Result<std::string> ReadTextFile(const std::string& path, uint64_t max_bytes, bo
   return out;
 }
 
+Status WriteTextFile(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return NotFound(path + ": cannot create");
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  int err = ok ? 0 : errno;
+  if (std::fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (ok) return Status::Ok();
+  return DataLoss(path + ": write failed" + (err ? std::string(" (") + std::strerror(err) + ")" : std::string()));
+}
+
 bool FileExists(const std::string& path) {
   // lstat: a link that leads nowhere (or around in a loop) is there, so that reading it fails with
   // its reason instead of the file counting as absent.

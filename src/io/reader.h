@@ -45,6 +45,8 @@ inline constexpr uint64_t kMaxTextBytes = 256ull << 20;      // text handed in t
 // is an error, never a read that blocks or never ends) unless `allow_stream`, which takes any
 // file that can be read (a pipe, /dev/stdin) and stops at `max_bytes`.
 Result<std::string> ReadTextFile(const std::string& path, uint64_t max_bytes, bool allow_stream = false);
+// Writes `text` as the whole of a new or truncated file; a failure names the file and its reason.
+Status WriteTextFile(const std::string& path, const std::string& text);
 // Whether `path` names anything (a file of any type, readable or not): what is there but cannot
 // be read is then an error naming it, not taken for absent.
 bool FileExists(const std::string& path);

@@ -213,17 +213,7 @@ Status WriteFiles(const std::string& dir, const std::string& config_text, const 
   if (!assistant) {
     files.emplace_back("generation_config.json", "{\"bos_token_id\": 2, \"eos_token_id\": [1, 106], \"pad_token_id\": 0}\n");
   }
-  for (const auto& [name, text] : files) {
-    FILE* f = std::fopen(JoinPath(dir, name).c_str(), "wb");
-    if (!f) return NotFound(JoinPath(dir, name) + ": cannot create");
-    bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    int err = ok ? 0 : errno;
-    if (std::fclose(f) != 0 && ok) {
-      ok = false;
-      err = errno;
-    }
-    if (!ok) return DataLoss(JoinPath(dir, name) + ": write failed" + (err ? std::string(" (") + std::strerror(err) + ")" : ""));
-  }
+  for (const auto& [name, text] : files) G4_RETURN_IF_ERROR(WriteTextFile(JoinPath(dir, name), text));
   ModelWeights unused;
   std::vector<WeightSpec> specs = ListWeights(config, &unused);
   Weight extra[3];
