@@ -122,11 +122,7 @@ Result<std::optional<double>> Args::GetOption(const Limit& limit) const {
     G4_ASSIGN_OR_RETURN(v, GetDouble(limit.flag, 0.0));
     in_range = limit.Contains(v);
   }
-  if (!in_range) {
-    const bool underflows = !limit.integer() && limit.min_open && v > limit.min && v <= limit.max;
-    return InvalidArgument(name + " must be " + RangeText(limit) + ", not " + it->second +
-                           (underflows ? " (which is " + FormatNumber(limit.min) + " as a float32)" : std::string()));
-  }
+  if (!in_range) return InvalidArgument(name + " must be " + RangeText(limit) + ", not " + it->second + Float32Note(limit, v));
   return std::optional<double>(v);
 }
 

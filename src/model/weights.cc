@@ -193,13 +193,23 @@ Status ReadLayerScalars(const Checkpoint& ckpt, const std::string& prefix, int l
   return Status::Ok();
 }
 
-Status CheckUnused(const Checkpoint& ckpt, const WeightPlan& plan,
-                   const std::function<bool(const std::string&)>& disagrees) {
+namespace {
+
+// The checkpoint's tensors a plan reads: the weights and the scales of quantized ones.
+std::set<std::string> UsedNames(const WeightPlan& plan) {
   std::set<std::string> used;
   for (const WeightPlan::Item& item : plan.items) {
     used.insert(item.tensor->info.name);
     if (item.scales) used.insert(item.scales->info.name);
   }
+  return used;
+}
+
+}  // namespace
+
+Status CheckUnused(const Checkpoint& ckpt, const WeightPlan& plan,
+                   const std::function<bool(const std::string&)>& disagrees) {
+  const std::set<std::string> used = UsedNames(plan);
   const CheckpointTensor* first = nullptr;
   std::string first_name;
   int more = 0;
@@ -247,11 +257,7 @@ Status LoadWeights(const ModelConfig& config, const Checkpoint& ckpt, Backend& b
   G4_RETURN_IF_ERROR(LoadPlan(ckpt, plan, backend, &loaded, &by_dtype));
   G4_RETURN_IF_ERROR(ReadLayerScalars(ckpt, mp->prefix, config.num_layers, &staged.layer_scalars));
 
-  std::set<std::string> used;
-  for (const WeightPlan::Item& item : plan.items) {
-    used.insert(item.tensor->info.name);
-    if (item.scales) used.insert(item.scales->info.name);
-  }
+  const std::set<std::string> used = UsedNames(plan);
   report->used_tensors = static_cast<int>(used.size());
   report->skipped_tensors = 0;
   report->unused_tensors.clear();

@@ -72,9 +72,12 @@ std::string RangeText(const Limit& limit) {
 
 Status CheckLimit(const Limit& limit, double v, const std::string& name) {
   if (limit.Contains(v)) return Status::Ok();
-  const bool underflows = limit.min_open && v > limit.min && v <= limit.max;
-  return InvalidArgument(name + " must be " + RangeText(limit) + ", not " + FormatNumber(v) +
-                         (underflows ? " (which is " + FormatNumber(limit.min) + " as a float32)" : std::string()));
+  return InvalidArgument(name + " must be " + RangeText(limit) + ", not " + FormatNumber(v) + Float32Note(limit, v));
+}
+
+std::string Float32Note(const Limit& limit, double v) {
+  const bool underflows = !limit.integer() && limit.min_open && v > limit.min && v <= limit.max;
+  return underflows ? " (which is " + FormatNumber(limit.min) + " as a float32)" : std::string();
 }
 
 Status CheckChoice(const Limit& limit, const std::string& v, const std::string& name) {

@@ -108,6 +108,9 @@ std::vector<std::string> Choices(const Limit& limit);
 // A number as JavaScript prints it (the API prints the same errors): the fewest digits that read
 // back as it, integers without a fraction, exponents below 1e-6 and from 1e21.
 std::string FormatNumber(double v);
+// For a value the limit refuses only as a float32 (above an open lower bound, but that bound
+// once converted: 1e-50 for (0, 1]), " (which is 0 as a float32)"; else "".
+std::string Float32Note(const Limit& limit, double v);
 
 // Ok when `v` is in the range; else "<name> must be <range>, not <v>" (`name` as the caller's
 // front end spells the option: "--top-p", "top_p", "contextLength").
