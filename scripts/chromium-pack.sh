@@ -10,6 +10,7 @@
 #   scripts/chromium-pack.sh [OUT_DIR]   (default .chromium)
 set -euo pipefail
 out=$(realpath -m "${1:-$(dirname "$0")/../.chromium}")
+source "$(dirname "$0")/carry_parts.sh"
 cd "$(dirname "$0")/.."
 src=/usr/lib/chromium
 [ -x "$src/chromium" ] || { echo "chromium-pack: $src/chromium is missing (apt-get install chromium)" >&2; exit 1; }
@@ -17,11 +18,8 @@ src=/usr/lib/chromium
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rm -rf "$out/part1" "$out/part2" "$out/part3"
-mkdir -p "$out/part1/zstd" "$out/part2" "$out/part3" "$tmp/lib"
-# zstd itself and what it links, for the unpacking there.
-cp /usr/bin/zstd "$out/part1/zstd/"
-{ ldd /usr/bin/zstd | awk '$3 ~ /^\// { print $3 }' | grep -v -E '/(libc|libm|ld-linux[^/]*)\.so' || true; } |
-  xargs -r -I{} cp -L {} "$out/part1/zstd/"
+mkdir -p "$out/part2" "$out/part3" "$tmp/lib"
+carry_zstd "$out/part1/zstd"
 # The libraries the browser links, but glibc's, which the machine has.
 { ldd "$src/chromium" | awk '$3 ~ /^\// { print $3 }' | grep -v -E '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*)\.so' || true; } |
   xargs -r -I{} cp -L {} "$tmp/lib/"

@@ -6,15 +6,11 @@
 #   bash scripts/chromium-unpack.sh [.chromium/partN]
 set -euo pipefail
 part=${1:+$(realpath -m "$1")}
+source "$(dirname "$0")/carry_parts.sh"
 cd "$(dirname "$0")/.."
 dest=/tmp/chromium-gpu
-mkdir -p "$dest/parts"
-if [ -n "$part" ]; then
-  [ -d "$part" ] || { echo "chromium-unpack: $part is not a folder" >&2; exit 1; }
-  cp -r "$part/." "$dest/parts/"
-fi
-[ -x "$dest/parts/zstd/zstd" ] || { echo "chromium-unpack: part1 (with zstd) must come first" >&2; exit 1; }
-z() { LD_LIBRARY_PATH="$dest/parts/zstd" "$dest/parts/zstd/zstd" "$@"; }
+take_part chromium-unpack "$dest" "$part"
+z() { carried_zstd "$dest" "$@"; }
 if [ ! -x "$dest/browser/chromium" ] && [ -f "$dest/parts/chromium.zst.aa" ] && [ -f "$dest/parts/chromium.zst.ab" ]; then
   mkdir -p "$dest/browser" "$dest/lib"
   cat "$dest/parts/chromium.zst.aa" "$dest/parts/chromium.zst.ab" | z -d -q --long=27 -f -o "$dest/browser/chromium"

@@ -9,15 +9,13 @@
 set -euo pipefail
 dir=$(realpath -m "${1:-$(dirname "$0")/../../../.peers/llama}")
 mb=${2:-25}
+source "$(dirname "$0")/../../../scripts/carry_parts.sh"
 [ -d "$dir/node_modules/@node-llama-cpp/linux-x64-cuda" ] && [ -f "$dir/llama.cpp/convert_hf_to_gguf.py" ] ||
   { echo "pack.sh: $dir lacks node-llama-cpp or llama.cpp (run fetch.sh)" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rm -rf "$dir/parts"
-mkdir -p "$dir/parts/part1/zstd"
-cp /usr/bin/zstd "$dir/parts/part1/zstd/"
-{ ldd /usr/bin/zstd | awk '$3 ~ /^\// { print $3 }' | grep -v -E '/(libc|libm|ld-linux[^/]*)\.so' || true; } |
-  xargs -r -I{} cp -L {} "$dir/parts/part1/zstd/"
+carry_zstd "$dir/parts/part1/zstd"
 # The CPU build and the source bundle stay behind: the GPU machine runs CUDA or Vulkan, and the
 # converter comes from the checkout.
 tar -C "$dir" -cf - --exclude=node_modules/node-llama-cpp/llama/gitRelease.bundle \

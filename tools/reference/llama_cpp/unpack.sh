@@ -8,13 +8,9 @@
 #   bash tools/reference/llama_cpp/unpack.sh [DIR/parts/partN]
 set -euo pipefail
 part=${1:+$(realpath -m "$1")}
+source "$(dirname "$0")/../../../scripts/carry_parts.sh"
 dest=/tmp/llama-gpu
-mkdir -p "$dest/parts"
-if [ -n "$part" ]; then
-  [ -d "$part" ] || { echo "unpack.sh: $part is not a folder" >&2; exit 1; }
-  cp -r "$part/." "$dest/parts/"
-fi
-[ -x "$dest/parts/zstd/zstd" ] || { echo "unpack.sh: part1 (with zstd) must come first" >&2; exit 1; }
+take_part unpack.sh "$dest" "$part"
 count=$(cat "$dest/parts/count")
 have=$(ls "$dest/parts" | grep -c '^peer\.tar\.zst\.' || true)
 if [ ! -d "$dest/node_modules" ]; then
@@ -23,7 +19,7 @@ if [ ! -d "$dest/node_modules" ]; then
   [ "$(sha256sum "$dest/peer.tar.zst" | awk '{ print $1 }')" = "$(cat "$dest/parts/sha256")" ] ||
     { echo "unpack.sh: the parts put together do not match their hash" >&2; rm -f "$dest/peer.tar.zst"; exit 1; }
   rm -rf "$dest/unpacking" && mkdir "$dest/unpacking"
-  LD_LIBRARY_PATH="$dest/parts/zstd" "$dest/parts/zstd/zstd" -d -q --long=27 -c "$dest/peer.tar.zst" | tar -C "$dest/unpacking" -xf -
+  carried_zstd "$dest" -d -q --long=27 -c "$dest/peer.tar.zst" | tar -C "$dest/unpacking" -xf -
   rm -rf "$dest/llama.cpp" && mv "$dest/unpacking/llama.cpp" "$dest/llama.cpp"
   mv "$dest/unpacking/node_modules" "$dest/node_modules"
   rm -rf "$dest/unpacking" "$dest/peer.tar.zst" "$dest"/parts/peer.tar.zst.*
