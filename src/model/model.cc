@@ -92,6 +92,10 @@ Result<std::unique_ptr<KvCache>> Model::NewCache(int64_t max_positions, int rese
   auto cache = std::make_unique<KvCache>();
   cache->max_positions_ = max_positions;
   cache->layers_.resize(config_.num_layers);
+  // Sized in 64 bits: where size_t has 32 (WebAssembly), a long context must be refused, not
+  // wrapped into a small buffer.
+  std::vector<uint64_t> bytes(config_.num_layers, 0);
+  uint64_t total = 0;
   for (int i = 0; i < config_.num_layers; ++i) {
     const LayerConfig& l = config_.layers[i];
     if (l.kv_shared) continue;
@@ -99,16 +103,27 @@ Result<std::unique_ptr<KvCache>> Model::NewCache(int64_t max_positions, int rese
     cl.row = l.kv_heads * l.head_dim;
     const int keep = std::max({1, l.window - 1, sliding_keep});
     cl.capacity = l.window ? std::min<int64_t>(max_positions, keep + reserve) : max_positions;
-    // Sized in 64 bits: where size_t has 32 (WebAssembly), a long context must be refused, not
-    // wrapped into a small buffer.
-    const uint64_t bytes = static_cast<uint64_t>(cl.capacity) * static_cast<uint64_t>(cl.row) * sizeof(float);
-    if (bytes > std::numeric_limits<size_t>::max() / 2) {
+    bytes[i] = static_cast<uint64_t>(cl.capacity) * static_cast<uint64_t>(cl.row) * sizeof(float);
+    total += 2 * bytes[i];
+    if (bytes[i] > std::numeric_limits<size_t>::max() / 2) {
       return ResourceExhausted("cache: " + std::to_string(cl.capacity) + " positions of layer " + std::to_string(i) +
-                               " take " + std::to_string(bytes) + " bytes for keys and as many for values, more than " +
-                               "this build can address");
+                               " take " + std::to_string(bytes[i]) + " bytes for keys and as many for values, " +
+                               "more than this build can address");
     }
-    G4_ASSIGN_OR_RETURN(cl.k, backend_.Allocate(static_cast<size_t>(bytes)));
-    G4_ASSIGN_OR_RETURN(cl.v, backend_.Allocate(static_cast<size_t>(bytes)));
+  }
+  for (int i = 0; i < config_.num_layers; ++i) {
+    KvCache::Layer& cl = cache->layers_[i];
+    if (bytes[i] == 0) continue;
+    for (std::unique_ptr<Buffer>* half : {&cl.k, &cl.v}) {
+      auto buffer = backend_.Allocate(static_cast<size_t>(bytes[i]));
+      if (!buffer.ok()) {
+        return Status(buffer.status().code(), "cache: a context of " + std::to_string(max_positions) +
+                                                  " positions needs " + std::to_string(total) +
+                                                  " bytes of keys and values (" + buffer.status().message() +
+                                                  "); ask for a shorter prompt or fewer new tokens");
+      }
+      *half = std::move(buffer).value();
+    }
   }
   return cache;
 }

@@ -112,6 +112,16 @@ test('on the CPU backend in WebAssembly, a cache past what 32-bit sizes hold is 
   }
 });
 
+test('on the CPU backend in WebAssembly, a cache past the memory left is refused with what it needs', () => {
+  // The demo's full-attention layer at 4,190,003 positions: 2.1 GB each for keys and values,
+  // addressable but not both within WebAssembly's 4 GiB.
+  const r = spawnSync(process.execPath, [cli, 'generate', '--model', join(models, 'demo'), '--prompt-ids', '2,5,6',
+                                         '--max-new-tokens', '4190000', '--backend', 'cpu'], { encoding: 'utf8' });
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /cache: a context of 4190003 positions needs \d+ bytes of keys and values \(cpu: cannot allocate \d+ bytes\); ask for a shorter prompt or fewer new tokens/);
+  assert.equal(r.stdout.trim(), '', 'no token printed');
+});
+
 test('a context whose cache does not fit one binding is refused before anything is made', () => {
   const r = spawnSync(process.execPath, [cli, 'generate', '--model', join(models, 'e2b_mini'), '--prompt-ids', '2',
                                          '--max-new-tokens', '16000000', '--backend', 'webgpu'], { encoding: 'utf8' });
