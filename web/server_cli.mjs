@@ -9,13 +9,15 @@ import { parseArgs } from 'node:util';
 import { createHttpServer } from './server.mjs';
 
 const USAGE = `usage: gemma4 serve --model DIR [--assistant DIR] [--tokenizer FILE] [--host 127.0.0.1] [--port 8080]
-                    [--api-key KEY] [--context N] [--draft-tokens K] [--backend webgpu|cpu]
+                    [--api-key KEY] [--context N] [--draft-tokens K] [--draft-policy adaptive|fixed]
+                    [--backend webgpu|cpu]
                     [--max-queue N] [--max-body BYTES] [--gpu-fill N] [--gpu-validation on|off]`;
 
 const OPTIONS = {
   model: { type: 'string' }, assistant: { type: 'string' }, tokenizer: { type: 'string' },
   host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '8080' },
   'api-key': { type: 'string' }, context: { type: 'string' }, 'draft-tokens': { type: 'string' },
+  'draft-policy': { type: 'string' },
   'gpu-fill': { type: 'string' }, backend: { type: 'string', default: 'webgpu' },
   'max-queue': { type: 'string', default: '16' },
   'max-body': { type: 'string', default: String(4 << 20) }, help: { type: 'boolean' },
@@ -45,11 +47,18 @@ function parse(argv) {
   if (values.help) return null;
   if (!values.model) throw new UsageError('--model DIR is required');
   if (!['webgpu', 'cpu'].includes(values.backend)) throw new UsageError(`--backend takes webgpu or cpu, not '${values.backend}'`);
+  const policy = values['draft-policy'];
+  if (policy !== undefined && !['adaptive', 'fixed'].includes(policy)) {
+    throw new UsageError(`--draft-policy takes adaptive or fixed, not '${policy}'`);
+  }
+  for (const flag of ['draft-tokens', 'draft-policy']) {
+    if (values[flag] !== undefined && !values.assistant) throw new UsageError(`--${flag} goes with --assistant DIR`);
+  }
   return {
     model: values.model, assistant: values.assistant, tokenizer: values.tokenizer, host: values.host,
     apiKey: values['api-key'] ?? process.env.GEMMA4_API_KEY ?? null, backend: values.backend,
     port: integer(values, 'port', 0, 65535), context: integer(values, 'context', 1),
-    draftTokens: integer(values, 'draft-tokens', 1), gpuFill: integer(values, 'gpu-fill', 0, 65536),
+    draftTokens: integer(values, 'draft-tokens', 1), draftPolicy: policy, gpuFill: integer(values, 'gpu-fill', 0, 65536),
     maxQueue: integer(values, 'max-queue', 0),
     maxBody: integer(values, 'max-body', 1),
   };
@@ -97,7 +106,8 @@ export async function serveMain(argv, { gpuValidation = true } = {}) {
     runtime = await (o.assistant ? createGemma4Mtp : createGemma4)({ backend: o.backend,
                                                                      ...(gpuValidation ? {} : { gpuValidation: false }) });
     await runtime.load({ target: o.model, assistant: o.assistant, tokenizer: o.tokenizer,
-                         contextLength: o.context, draftTokens: o.draftTokens, gpuFill: o.gpuFill });
+                         contextLength: o.context, draftTokens: o.draftTokens, draftPolicy: o.draftPolicy,
+                         gpuFill: o.gpuFill });
   } catch (e) {
     err(e.message);
     http.server.close();

@@ -305,12 +305,15 @@ test('SIGTERM interrupts the request in flight, refuses the waiting one, unloads
   await assert.rejects(fetch(`${srv.url}/health`));
 });
 
-test('--backend cpu serves the same text; SIGINT exits 0', { timeout: 120000 }, async () => {
-  const cpu = await serve(['--backend', 'cpu']);
+test('--backend cpu with a fixed draft policy serves the same text; SIGINT exits 0', { timeout: 120000 }, async () => {
+  const cpu = await serve(['--backend', 'cpu', '--assistant', assistant, '--draft-policy', 'fixed']);
   try {
     const r = await fetch(`${cpu.url}/v1/chat/completions`, { method: 'POST',
                                                               body: JSON.stringify({ messages, max_tokens: N, temperature: 0 }) });
-    assert.equal((await r.json()).choices[0].message.content, ref.greedy);
+    const body = await r.json();
+    assert.equal(body.choices[0].message.content, ref.greedy);
+    assert.equal(body.stats.speculative.draft_policy, 'fixed');
+    assert.ok(body.stats.speculative.rounds > 0, JSON.stringify(body.stats.speculative));
     cpu.child.kill('SIGINT');
     assert.deepEqual(await cpu.exited, { code: 0, signal: null });
   } finally {
@@ -322,7 +325,10 @@ test('bad command lines name the flag and exit 2; a port in use exits 1', { time
   const run = (...args) => spawnSync(process.execPath, [cli, 'serve', ...args], { cwd: root, encoding: 'utf8' });
   for (const [args, pattern] of [[['--model', model, '--bogus'], /'--bogus'/], [[], /--model DIR is required/],
                                   [['--model', model, '--port', '70000'], /--port takes an integer in 0\.\.65535/],
-                                  [['--model', model, '--backend', 'gpu'], /--backend takes webgpu or cpu/]]) {
+                                  [['--model', model, '--backend', 'gpu'], /--backend takes webgpu or cpu/],
+                                  [['--model', model, '--assistant', assistant, '--draft-policy', 'always'],
+                                   /--draft-policy takes adaptive or fixed, not 'always'/],
+                                  [['--model', model, '--draft-policy', 'fixed'], /--draft-policy goes with --assistant DIR/]]) {
     const r = run(...args);
     assert.equal(r.status, 2, args.join(' '));
     assert.match(r.stderr, pattern);
