@@ -131,12 +131,11 @@ TEST_P(AssistantGoldenTest, RoundsMatchReference) {
         EXPECT_EQ(got.accepted, want["accepted"].get<int>()) << "K=" << k << " round " << i;
         EXPECT_EQ(got.bonus, want["bonus"].get<int>()) << "K=" << k << " round " << i;
       }
-      // The counters say the same as the rounds.
+      // The counters say the same as the rounds (the drafts emitted).
       int drafted = 0, accepted = 0;
-      for (const auto& rd : r.rounds) {
-        drafted += static_cast<int>(rd.drafts.size());
-        accepted += rd.accepted;
-      }
+      for (const auto& rd : r.rounds) drafted += static_cast<int>(rd.drafts.size());
+      for (int e : test::EmittedDrafts(r)) accepted += e;
+      EXPECT_EQ(r.stats.accepted_per_round, test::EmittedDrafts(r)) << "K=" << k;
       EXPECT_EQ(r.stats.rounds, static_cast<int>(r.rounds.size()));
       EXPECT_EQ(r.stats.drafted, drafted);
       EXPECT_EQ(r.stats.accepted, accepted);

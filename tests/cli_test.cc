@@ -124,7 +124,11 @@ TEST(Cli, BadInvocationsFailClearly) {
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("/nonexistent/config.json"), std::string::npos) << r.out;
   r = Cli("generate" + m + " --prompt-ids 2,9999");
-  EXPECT_NE(r.out.find("outside the vocabulary"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("outside the model's vocabulary"), std::string::npos) << r.out;
+  // A tokenizer with more ids than the model embeds: the error says so.
+  r = Cli("generate" + m + " --tokenizer " + test::Models("demo/tokenizer.json") + " --prompt 'Hello there, how are you?'");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("outside the model's vocabulary (0..255; the tokenizer has 6144 ids)"), std::string::npos) << r.out;
   r = Cli("frobnicate");
   EXPECT_EQ(r.code, 2);
 }

@@ -195,5 +195,36 @@ TEST_F(DemoQuality, ChatTurnsGetAnEnglishReplyThatEnds) {
   }
 }
 
+// Where the stop token comes as an accepted draft, the counters count the drafts up to it (the
+// ones verification kept after it are not emitted) and that round emits no bonus: every token
+// but the prefill's is then an emitted draft or a bonus. The chat turn below ends in the third
+// K = 4 round, on its first draft.
+TEST_F(DemoQuality, AStopTokenAmongTheDraftsEndsTheRoundsCount) {
+  auto text = RenderChat(*tok_, {{"user", "Hello there, how are you?"}}, true);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  GenerateOptions o;
+  o.max_new_tokens = 16;
+  const std::vector<int32_t> prompt = tok_->Encode(*text);
+  auto plain = Generate(*model_, prompt, o);
+  auto spec = GenerateSpeculative(*model_, *assistant_, prompt, o, 4);
+  ASSERT_TRUE(plain.ok() && spec.ok());
+  ASSERT_EQ(spec->tokens, plain->tokens);
+  ASSERT_EQ(spec->stop_reason, "eos");
+  const GenerationStats& st = spec->stats;
+  ASSERT_GT(st.rounds, 0);
+  const RoundTrace& last = spec->rounds.back();
+  const int counted = st.accepted_per_round.back();
+  ASSERT_GT(counted, 0) << "the turn ends on a bonus token: the case is not exercised";
+  EXPECT_LT(counted, last.accepted) << "verification kept drafts past the stop token";
+  EXPECT_EQ(last.drafts[counted - 1], spec->tokens.back()) << "the count ends with the stop token";
+  int accepted = 0;
+  for (int a : st.accepted_per_round) accepted += a;
+  EXPECT_EQ(st.accepted, accepted);
+  EXPECT_EQ(st.accepted + st.rounds - 1, st.generated_tokens - 1) << "the last round emits no bonus";
+  int per_position = 0;
+  for (int a : st.accepted_per_position) per_position += a;
+  EXPECT_EQ(per_position, st.accepted);
+}
+
 }  // namespace
 }  // namespace g4

@@ -189,7 +189,7 @@ TEST(Engine, RequestsAreCheckedWithTheTableAndTheContext) {
   expect(bad, "the prompt (3 tokens) plus max_tokens (254) exceeds the context of 256 tokens");
   bad = r;
   bad.prompt = {2, 100000};
-  expect(bad, "the prompt's token id 100000 is outside the vocabulary (0.." + std::to_string(e->config().vocab - 1) + ")");
+  expect(bad, "the prompt's token id 100000 is outside the model's vocabulary (0.." + std::to_string(e->config().vocab - 1) + ")");
   bad = r;
   bad.speculative = true;
   expect(bad, "speculative decoding needs an assistant");

@@ -113,4 +113,22 @@ void CopyCheckpoint(const std::string& from, const std::string& to, const std::f
   if (!WriteSafetensors((fs::path(to) / "model.safetensors").string(), out).ok()) std::abort();
 }
 
+std::vector<int> EmittedDrafts(const GenerationResult& r) {
+  std::vector<int> emitted;
+  for (size_t i = 0; i < r.rounds.size(); ++i) {
+    const RoundTrace& round = r.rounds[i];
+    int e = round.accepted;
+    if (i + 1 == r.rounds.size() && r.stop_reason == "eos") {
+      for (int j = 0; j < round.accepted; ++j) {
+        if (round.drafts[j] == r.tokens.back()) {
+          e = j + 1;
+          break;
+        }
+      }
+    }
+    emitted.push_back(e);
+  }
+  return emitted;
+}
+
 }  // namespace g4::test

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
+#include "session/generator.h"
 
 namespace g4::test {
 
@@ -40,6 +41,9 @@ struct TensorData {
 };
 void CopyCheckpoint(const std::string& from, const std::string& to,
                     const std::function<bool(TensorData&)>& rewrite = {}, std::vector<TensorData> extra = {});
+// The drafts of each speculative round that were emitted: its accepted drafts, but in a last
+// round whose stop token was one of them, those up to and with it (what the counters count).
+std::vector<int> EmittedDrafts(const GenerationResult& r);
 // Converts bf16/f16/f32 tensor bytes to another float dtype.
 std::vector<uint8_t> ConvertFloat(const std::vector<uint8_t>& bytes, DType from, DType to);
 

@@ -231,13 +231,17 @@ class Runtime {
 
   // The module's last error, its files named as the caller gave them (`sources`: the models as
   // the module sees them, { '/target': model, '/assistant': model }).
-  #error(prefix, sources = {}) {
+  // readError: the first error a source's read met, if any (its message is added, and it is the
+  // error's cause).
+  #error(prefix, sources = {}, readError = null) {
     const inst = this.#inst;
     const gpuError = inst?.gpu?.lastError();
     let message = inst ? inst.cstring(inst.exports.g4_last_error()) : '';
     message = message.replace(/(?<=^|[\s'"(])(\/target|\/assistant)(?:\/([^\s'":,()]+))?/g,
                               (whole, dir, name) => sources[dir]?.where(name) ?? whole);
-    return new Error(`gemma4 ${prefix}: ${message}${gpuError ? ` (GPU: ${gpuError.message ?? gpuError})` : ''}`);
+    if (readError) message += ` (${readError?.message ?? readError})`;
+    const gpu = gpuError ? ` (GPU: ${gpuError.message || gpuError.constructor?.name || 'an error'})` : '';
+    return new Error(`gemma4 ${prefix}: ${message}${gpu}`, readError ? { cause: readError } : undefined);
   }
 
   async load(args) {
@@ -246,15 +250,15 @@ class Runtime {
       checkKeys('load', args, LOAD_OPTIONS);
       if (!args || args.target === undefined) throw new TypeError('gemma4 load: target is required');
       if (this.#rt) throw new Error('gemma4 load: a model is loaded; unload() or reset() first');
-      if (args.assistant !== undefined && !this.#build.mtp) {
+      if (args.assistant != null && !this.#build.mtp) {
         throw new TypeError('gemma4 load: this build has no speculative decoding; load an assistant with createGemma4Mtp()');
       }
       const onProgress = args.onProgress ?? (() => {});
       if (typeof onProgress !== 'function') throw new TypeError('gemma4 load: onProgress must be a function');
       const useCache = this.#options.cache ?? true;
       const target = openModel(args.target, { label: 'target', onProgress, useCache });
-      const assistant = args.assistant !== undefined ? openModel(args.assistant, { label: 'assistant', onProgress, useCache })
-                                                     : null;
+      const assistant = args.assistant != null ? openModel(args.assistant, { label: 'assistant', onProgress, useCache })
+                                               : null;
       try {
         await this.#load(args, target, assistant, true);
       } catch (e) {
@@ -269,7 +273,8 @@ class Runtime {
   }
 
   // Fails closed: on error the module instance and everything it made are gone.
-  async #load(args, target, assistant, fresh) {
+  // prefix: the call the errors name (load or reset).
+  async #load(args, target, assistant, fresh, prefix = 'load') {
     const started = performance.now();
     const onProgress = args.onProgress ?? (() => {});
     // The models' files as the module sees them, each source passed through `wrap`.
@@ -282,7 +287,8 @@ class Runtime {
       }
     };
     const log = this.#options.log ?? (() => {});
-    const wasi = createMemoryWasi({ files, stdout: log, stderr: log });
+    let readError = null;
+    const wasi = createMemoryWasi({ files, stdout: log, stderr: log, onReadError: (e) => { readError ??= e; } });
     const device = await this.#gpu();
     const gpuOptions = this.#options.submitDispatches ? { submitDispatches: this.#options.submitDispatches } : {};
     const inst = await instantiate(this.#module, { wasi, device, gpuOptions, host: {
@@ -304,9 +310,9 @@ class Runtime {
       if (!device && gpuFill) throw new TypeError('gemma4 load: gpuFill goes with the webgpu backend');
       if (fresh) {
         // A tokenizer given apart is not looked for beside the target.
-        await target.describe(args.tokenizer !== undefined ? ['tokenizer.json'] : []);
+        await target.describe(args.tokenizer != null ? ['tokenizer.json'] : []);
         await assistant?.describe();
-        if (args.tokenizer !== undefined) {
+        if (args.tokenizer != null) {
           const where = args.tokenizer instanceof URL || typeof args.tokenizer === 'string' ? String(args.tokenizer) : 'the tokenizer given';
           target.set('tokenizer.json', await tokenizerSource(args.tokenizer, { onProgress, useCache: this.#options.cache ?? true }),
                      where);
@@ -319,7 +325,7 @@ class Runtime {
       const [p, n] = inst.put(JSON.stringify(request));
       rt = await inst.call('g4_rt_create', p, n);
       inst.exports.free(p);
-      if (!rt) throw this.#error('load', sources);
+      if (!rt) throw this.#error(prefix, sources, readError);
       if (fresh) {
         await target.weights();
         await assistant?.weights();
@@ -345,9 +351,9 @@ class Runtime {
         };
       };
       mount(counted);
-      if (!(await inst.call('g4_rt_load', rt))) throw this.#error('load', sources);
+      if (!(await inst.call('g4_rt_load', rt))) throw this.#error(prefix, sources, readError);
       const gpuError = await inst.gpu?.settle();
-      if (gpuError) throw new Error(`gemma4 load: ${gpuError.message}`);
+      if (gpuError) throw new Error(`gemma4 ${prefix}: ${gpuError.message}`);
       this.#info = JSON.parse(await inst.callText('g4_rt_info', rt));
       if (fillKey && gpuFill === 0 && !measuredFill.has(fillKey) && this.#info.gpu_fill) {
         measuredFill.set(fillKey, this.#info.gpu_fill);
@@ -431,7 +437,7 @@ class Runtime {
       this.#profile = null;
       if (loaded) {
         try {
-          await this.#load(loaded.args, loaded.target, loaded.assistant, false);
+          await this.#load(loaded.args, loaded.target, loaded.assistant, false, 'reset');
         } catch (e) {
           loaded.target.close();
           loaded.assistant?.close();
@@ -489,11 +495,26 @@ class Runtime {
       const why = this.#lost ? ` (the GPU device was lost: ${this.#lost})` : this.#stopped ? ` (the module stopped: ${this.#stopped})` : '';
       throw new Error(`gemma4 chat.completions.create: no model is loaded${why}`);
     }
-    if (this.#lost) throw new Error(`gemma4 chat.completions.create: the GPU device was lost (${this.#lost}); load() again`);
-    const p = params ?? {};
-    if (p.prompt !== undefined ? typeof p.prompt !== 'string' || p.messages !== undefined : !Array.isArray(p.messages)) {
-      throw new TypeError('gemma4 chat.completions.create: give messages (a list) or prompt (a string), not both');
+    if (this.#lost) {
+      const what = this.#options.device ? 'create a runtime with a new device' : 'reset(), or unload() and load() again';
+      throw new Error(`gemma4 chat.completions.create: the GPU device was lost (${this.#lost}); ${what}`);
     }
+    const p = params ?? {};
+    const where = 'gemma4 chat.completions.create';
+    if (p.prompt !== undefined && p.messages !== undefined) throw new TypeError(`${where}: give messages or prompt, not both`);
+    if (p.prompt === undefined && p.messages === undefined) throw new TypeError(`${where}: give messages (a list) or prompt (a string)`);
+    if (p.prompt !== undefined && typeof p.prompt !== 'string') throw new TypeError(`${where}: prompt must be a string`);
+    if (p.messages !== undefined && !Array.isArray(p.messages)) throw new TypeError(`${where}: messages must be a list of chat messages`);
+    // Text the module gets as JSON: a lone surrogate has no UTF-8 form, so it is named here.
+    const wellFormed = (s, what) => {
+      if (typeof s === 'string' && s.isWellFormed?.() === false) {
+        throw new TypeError(`${where}: ${what} is not well-formed Unicode (it holds a lone surrogate)`);
+      }
+    };
+    wellFormed(p.prompt, 'prompt');
+    (p.messages ?? []).forEach((m, i) => {
+      for (const key of ['role', 'content', 'name']) wellFormed(m?.[key], `messages[${i}].${key}`);
+    });
     const limits = this.#limits;
     const num = (key, limit = limits[key]) => checkLimit('chat.completions.create', key, p[key], limit);
     let stop = p.stop ?? [];
@@ -501,15 +522,22 @@ class Runtime {
     if (!Array.isArray(stop) || stop.length > 4 || stop.some((s) => typeof s !== 'string' || !s)) {
       throw new TypeError('gemma4 chat.completions.create: stop must be a string or a list of up to 4 non-empty strings');
     }
+    stop.forEach((s, i) => wellFormed(s, `stop[${i}]`));
     if (p.stream !== undefined && typeof p.stream !== 'boolean') throw new TypeError('gemma4 chat.completions.create: stream must be true or false');
     if (p.mtp !== undefined && typeof p.mtp !== 'boolean') throw new TypeError('gemma4 chat.completions.create: mtp must be true or false');
     if (p.mtp && !this.#info.assistant) throw new Error('gemma4 chat.completions.create: mtp needs an assistant loaded');
     if (p.model !== undefined && typeof p.model !== 'string') throw new TypeError('gemma4 chat.completions.create: model must be a string');
+    // max_completion_tokens is OpenAI's newer name for max_tokens: both are checked, and given
+    // together they must agree.
+    const maxTokens = num('max_tokens'), maxCompletion = num('max_completion_tokens', limits.max_tokens);
+    if (maxTokens !== undefined && maxCompletion !== undefined && maxTokens !== maxCompletion) {
+      throw new TypeError(`${where}: max_tokens (${maxTokens}) and max_completion_tokens (${maxCompletion}) differ; give one`);
+    }
     const request = {
       // A raw prompt goes to the engine as text: the tokenizer's BOS, then the text's ids, as the
       // CLI's --prompt.
       ...(p.prompt !== undefined ? { prompt: p.prompt } : { messages: p.messages }),
-      max_tokens: num('max_tokens') ?? num('max_completion_tokens', limits.max_tokens),
+      max_tokens: maxTokens ?? maxCompletion,
       // Unset sampling options take the model's generation_config.json defaults; no seed, a random one.
       temperature: num('temperature'),
       top_p: num('top_p'),
@@ -517,6 +545,11 @@ class Runtime {
       seed: num('seed'),
       speculative: p.mtp ?? this.#info.assistant,
     };
+    try {
+      JSON.stringify(request);
+    } catch (e) {
+      throw new TypeError(`${where}: messages hold a value JSON cannot carry (${e.message})`);
+    }
     return makeJob({ request, stream: !!p.stream, stop, model: p.model ?? 'gemma4' });
   }
 

@@ -5,7 +5,10 @@
 // ENOSYS. A Promise from fd_read suspends the module (web/module.mjs).
 const ESUCCESS = 0, EBADF = 8, EIO = 29, ENOENT = 44, ENOSYS = 52, EINVAL = 28;
 
-export function createMemoryWasi({ files, stdout = () => {}, stderr = () => {}, env = { PWD: '/' } }) {
+// onReadError(error) hears of each failed read of a source (a throw or a rejected Promise), which
+// the module sees as EIO.
+export function createMemoryWasi({ files, stdout = () => {}, stderr = () => {}, env = { PWD: '/' },
+                                   onReadError = () => {} }) {
   let memory = null;
   const open = new Map();  // fd -> { data, pos }
   let nextFd = 4;
@@ -103,8 +106,18 @@ export function createMemoryWasi({ files, stdout = () => {}, stderr = () => {}, 
         return ESUCCESS;
       };
       if (f.data instanceof Uint8Array) return finish(f.data.subarray(at, at + n));
-      const r = n > 0 ? f.data.read(at, n) : new Uint8Array(0);
-      return typeof r.then === 'function' ? r.then(finish, () => EIO) : finish(r);
+      // A source's error must not unwind through the module (its cleanup would not run): EIO.
+      const failed = (e) => {
+        onReadError(e);
+        return EIO;
+      };
+      let r;
+      try {
+        r = n > 0 ? f.data.read(at, n) : new Uint8Array(0);
+      } catch (e) {
+        return failed(e);
+      }
+      return typeof r.then === 'function' ? r.then(finish, failed) : finish(r);
     },
     fd_seek(fd, offset, whence, out) {
       const f = open.get(fd);

@@ -9,13 +9,18 @@ export const WORKER_NAME = 'gemma4-worker';
 const rebuild = (e) => Object.assign(new (e.name === 'TypeError' ? TypeError : Error)(e.message), { name: e.name });
 
 export async function workerClient(build, options) {
-  const { worker: _worker, ...rest } = options;
+  // `log` is a function, which cannot be posted: the worker sends its lines back instead.
+  const { worker: _worker, log, ...rest } = options;
   if (rest.device) throw new TypeError('gemma4: a worker runtime requests its own device; do not pass one');
   if (typeof Worker === 'undefined') throw new Error('gemma4: this host has no Web Workers');
   const w = new Worker(build.moduleUrl, { type: 'module', name: WORKER_NAME });
   const calls = new Map();
   let nextId = 1, latest = null, broken = null;
   w.onmessage = ({ data: m }) => {
+    if (m.log !== undefined) {
+      log?.(m.log);
+      return;
+    }
     if (m.stats !== undefined) latest = m.stats;
     const c = calls.get(m.id);
     if (!c) return;
@@ -51,7 +56,12 @@ export async function workerClient(build, options) {
       end: (e) => { over = true; chunks.end(e); settle(); },
     };
   };
-  await call('create', [rest]);
+  try {
+    await call('create', [{ ...rest, ...(log ? { log: true } : {}) }]);
+  } catch (e) {
+    w.terminate();
+    throw e;
+  }
   return {
     build: { factory: build.factory, mtp: build.mtp, profile: build.profile, worker: true },
     chat: {
@@ -86,7 +96,9 @@ export function serveIfWorker(factory) {
       if (method === 'interrupt') {
         rt?.interrupt();
       } else if (method === 'create') {
-        rt = await factory(args[0]);
+        const o = { ...args[0] };
+        if (o.log) o.log = (line) => self.postMessage({ log: String(line) });
+        rt = await factory(o);
         reply({ done: true });
       } else if (method === 'load') {
         const a = { ...args[0] };

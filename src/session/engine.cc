@@ -122,8 +122,13 @@ Result<EngineAnswer> Engine::Generate(const EngineRequest& request, const Engine
   if (prompt.empty()) return InvalidArgument("the prompt is empty");
   for (const int32_t id : prompt) {
     if (id < 0 || id >= config_.vocab) {
-      return InvalidArgument("the prompt's token id " + std::to_string(id) + " is outside the vocabulary (0.." +
-                             std::to_string(config_.vocab - 1) + ")");
+      // A tokenizer may hold more ids than the model embeds (extra special tokens): the prompt
+      // may then name one the model does not have.
+      const std::string why = tokenizer_ && tokenizer_->vocab_size() > config_.vocab
+                                  ? "; the tokenizer has " + std::to_string(tokenizer_->vocab_size()) + " ids"
+                                  : "";
+      return InvalidArgument("the prompt's token id " + std::to_string(id) + " is outside the model's vocabulary (0.." +
+                             std::to_string(config_.vocab - 1) + why + ")");
     }
   }
   const int64_t room = context_ - static_cast<int64_t>(prompt.size());

@@ -52,6 +52,8 @@ struct GenerationStats {
   // Speculative decoding (all zero for plain decoding).
   int rounds = 0;                        // target verification forwards after the prefill
   int drafted = 0;
+  // Drafts accepted and emitted: where a stop token is an accepted draft, the round's count ends
+  // with it (the drafts kept after it bought nothing), and that round emits no bonus.
   int accepted = 0;
   std::vector<int> accepted_per_position;  // (K) rounds in which draft j was accepted
   std::vector<int> accepted_per_round;     // (rounds)

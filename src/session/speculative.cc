@@ -276,7 +276,16 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     }
     round.accepted = m;
     round.bonus = bonus;
-    count(round, nd, m);
+    // The counters count the drafts that were emitted: a stop token among the accepted drafts
+    // ends generation there, and the drafts verification kept after it bought nothing.
+    int emitted = m;
+    for (int j = 0; j < m; ++j) {
+      if (is_stop(round.drafts[j])) {
+        emitted = j + 1;
+        break;
+      }
+    }
+    count(round, nd, emitted);
     // Emit the accepted drafts and the bonus; a stop token among them ends generation there.
     for (int j = 0; j <= m && !done; ++j) {
       const int t = j < m ? round.drafts[j] : bonus;

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -179,5 +179,103 @@ test('an option whose value is 0 as a float32 is refused as out of range, saying
   await g.load({ target: model, tokenizer });
   await assert.rejects(g.chat.completions.create({ messages, max_tokens: 1, top_p: 1e-50 }),
                        (e) => e instanceof TypeError && /top_p must be .*, not 1e-50 \(which is 0 as a float32\)/.test(e.message));
+  await g.unload();
+});
+
+// A source's read that throws (the caller's onProgress, a file that shrank since it was opened)
+// must not unwind through the module: the load or reset fails by name, with the error as its
+// cause, and leaves no GPU buffer behind on the caller's device; a later load works.
+test('a throw in onProgress or a file that shrank fails the load or reset closed', { timeout: 180000 }, async () => {
+  const { nodeDevice } = await import(join(root, 'web', 'node_device.mjs'));
+  const device = await nodeDevice({ validation: true, subgroups: true });
+  let alive = 0;
+  const create = device.createBuffer.bind(device);
+  device.createBuffer = (d) => {
+    const b = create(d);
+    alive++;
+    const destroy = b.destroy.bind(b);
+    b.destroy = () => { alive--; destroy(); };
+    return b;
+  };
+  const g = await createGemma4({ device });
+  const boom = new Error('the caller\'s progress handler broke');
+  let uploads = 0;
+  const e = await g.load({ target: model, tokenizer, onProgress: (p) => {
+    if (p.phase === 'upload' && ++uploads === 3) throw boom;
+  } }).then(() => null, (err) => err);
+  assert.ok(e, 'the load succeeded');
+  assert.match(e.message, /^gemma4 load: .*\(the caller's progress handler broke\)/);
+  assert.equal(e.cause, boom);
+  assert.equal(g.stats().loaded, false);
+  assert.equal(g.stats().gpu_buffers, 0);
+  assert.equal(alive, 0, 'GPU buffers left on the device');
+
+  const dir = mkdtempSync(join(tmpdir(), 'g4-shrink-'));
+  for (const f of ['config.json', 'model.safetensors']) copyFileSync(join(model, f), join(dir, f));
+  await g.load({ target: dir, tokenizer });
+  const want = (await g.chat.completions.create({ messages, max_tokens: 2, temperature: 0 })).choices[0].message.content;
+  truncateSync(join(dir, 'model.safetensors'), 100000);
+  await assert.rejects(g.reset(), (err) => /^gemma4 reset: .*short read at \d+/.test(err.message) && err.cause instanceof Error);
+  assert.equal(g.stats().loaded, false);
+  assert.equal(alive, 0, 'GPU buffers left on the device after the reset');
+  await g.load({ target: model, tokenizer });
+  assert.equal((await g.chat.completions.create({ messages, max_tokens: 2, temperature: 0 })).choices[0].message.content, want);
+  await g.unload();
+  assert.equal(alive, 0);
+  device.destroy();
+});
+
+// Node has no Web Workers: a stand-in that clones what is posted, as a browser does, and answers
+// `create` as the worker would. The caller's log function stays on the page and hears the
+// worker's lines; a worker whose create fails is ended.
+test('a worker runtime takes a log function and is ended when its create fails', async () => {
+  const made = [];
+  globalThis.Worker = class {
+    constructor() {
+      this.terminated = false;
+      made.push(this);
+    }
+    postMessage(m) {
+      const { id, method, args } = structuredClone(m);
+      if (method !== 'create') return;
+      const answer = (data) => queueMicrotask(() => this.onmessage({ data: { id, stats: null, ...data } }));
+      if (args[0].log !== true) throw new Error('the stand-in expected log: true in place of the function');
+      answer({ log: 'a line from the worker' });
+      answer(args[0].backend === 'cpu' ? { error: { name: 'Error', message: 'create failed in the worker' } } : { done: true });
+    }
+    terminate() { this.terminated = true; }
+  };
+  try {
+    const lines = [];
+    const g = await createGemma4({ worker: true, log: (line) => lines.push(line) });
+    assert.equal(g.build.worker, true);
+    assert.deepEqual(lines, ['a line from the worker']);
+    assert.equal(made[0].terminated, false);
+    await assert.rejects(createGemma4({ worker: true, backend: 'cpu', log: () => {} }), /create failed in the worker/);
+    assert.equal(made[1].terminated, true, 'the failed worker was ended');
+  } finally {
+    delete globalThis.Worker;
+  }
+});
+
+test('requests the module cannot take as JSON, or that say two things, are refused by name', async () => {
+  const g = await createGemma4({ backend: 'cpu' });
+  await g.load({ target: model, tokenizer, assistant: null });
+  const create = (params) => g.chat.completions.create({ max_tokens: 1, ...params });
+  await assert.rejects(create({ messages: 'hello' }), /messages must be a list of chat messages/);
+  await assert.rejects(create({ prompt: 7 }), /prompt must be a string/);
+  await assert.rejects(create({ messages, prompt: 'hi' }), /give messages or prompt, not both/);
+  await assert.rejects(create({ max_tokens: undefined }), /give messages \(a list\) or prompt \(a string\)/);
+  await assert.rejects(create({ messages: [{ role: 'user', content: 'x\uD800y' }] }),
+                       /messages\[0\]\.content is not well-formed Unicode \(it holds a lone surrogate\)/);
+  await assert.rejects(create({ prompt: '\uDC00' }), /prompt is not well-formed Unicode/);
+  await assert.rejects(create({ messages, stop: ['ok', 'a\uD800'] }), /stop\[1\] is not well-formed Unicode/);
+  await assert.rejects(create({ messages: [{ role: 'user', content: 5n }] }),
+                       (e) => e instanceof TypeError && /messages hold a value JSON cannot carry \(.*BigInt/.test(e.message));
+  await assert.rejects(create({ messages, max_tokens: 3, max_completion_tokens: -5 }), /max_completion_tokens must be/);
+  await assert.rejects(create({ messages, max_tokens: 3, max_completion_tokens: 4 }),
+                       /max_tokens \(3\) and max_completion_tokens \(4\) differ; give one/);
+  const r = await create({ messages, max_tokens: 2, max_completion_tokens: 2, temperature: 0 });
+  assert.equal(r.usage.completion_tokens, 2);
   await g.unload();
 });

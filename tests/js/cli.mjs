@@ -66,3 +66,14 @@ export function runJsonHere(args) {
   queue = run.catch(() => {});
   return run;
 }
+
+// The drafts of each round of a reference trace (`rounds`: { drafts, accepted }) that a run
+// ending with `tokens` and `stopReason` emitted: the accepted ones, but in a last round whose
+// stop token was one of them, those up to and with it (what the runtime's counters count).
+export function emittedDrafts(rounds, tokens, stopReason) {
+  return rounds.map((r, i) => {
+    if (i !== rounds.length - 1 || stopReason !== 'eos') return r.accepted;
+    const j = r.drafts.slice(0, r.accepted).indexOf(tokens.at(-1));
+    return j >= 0 ? j + 1 : r.accepted;
+  });
+}
