@@ -120,7 +120,7 @@ TEST_P(AssistantGoldenTest, RoundsMatchReference) {
     for (int k : {2, 4}) {
       const json& ref = trace["k" + std::to_string(k)];
       GenerationResult r = Speculate(prompt, k, trace["max_new_tokens"].get<int>());
-      EXPECT_EQ(r.tokens, ref["tokens"].get<std::vector<int>>()) << "K=" << k;
+      ASSERT_EQ(r.tokens, ref["tokens"].get<std::vector<int>>()) << "K=" << k;
       ASSERT_EQ(r.rounds.size(), ref["rounds"].size()) << "K=" << k;
       for (size_t i = 0; i < r.rounds.size(); ++i) {
         const json& want = ref["rounds"][i];

@@ -212,11 +212,13 @@ TEST_F(DemoQuality, AStopTokenAmongTheDraftsEndsTheRoundsCount) {
   ASSERT_EQ(spec->stop_reason, "eos");
   const GenerationStats& st = spec->stats;
   ASSERT_GT(st.rounds, 0);
+  // The case: the stop token is an accepted draft that verification kept more drafts after.
   const RoundTrace& last = spec->rounds.back();
-  const int counted = st.accepted_per_round.back();
-  ASSERT_GT(counted, 0) << "the turn ends on a bonus token: the case is not exercised";
-  EXPECT_LT(counted, last.accepted) << "verification kept drafts past the stop token";
-  EXPECT_EQ(last.drafts[counted - 1], spec->tokens.back()) << "the count ends with the stop token";
+  int stop_at = -1;
+  for (int j = 0; j < last.accepted && stop_at < 0; ++j) stop_at = last.drafts[j] == spec->tokens.back() ? j : -1;
+  ASSERT_GE(stop_at, 0) << "the turn does not end on an accepted draft: the case is not exercised";
+  ASSERT_LT(stop_at, last.accepted - 1) << "no draft was kept after the stop token: the case is not exercised";
+  EXPECT_EQ(st.accepted_per_round.back(), stop_at + 1) << "the count ends with the stop token";
   int accepted = 0;
   for (int a : st.accepted_per_round) accepted += a;
   EXPECT_EQ(st.accepted, accepted);

@@ -67,8 +67,8 @@ class AdaptiveTest : public ::testing::Test {
     EXPECT_EQ(per_k, st.rounds_per_k);
     // Every token but the prefill's comes from a round: its accepted drafts and its bonus, but
     // for a last round that ends on a stop token among its drafts (no bonus).
-    // (The last token is a stop token; were it the bonus, the draft before it would be one too
-    // and would have ended generation first.)
+    // (If the stop token were the bonus, a counted draft equal to it would itself have been a
+    // stop token and ended generation first.)
     const bool ends_on_draft = r.stop_reason == "eos" && st.rounds > 0 && st.accepted_per_round.back() > 0 &&
                                r.rounds.back().drafts[st.accepted_per_round.back() - 1] == r.tokens.back();
     EXPECT_EQ(st.accepted + st.rounds - (ends_on_draft ? 1 : 0), st.generated_tokens - 1);

@@ -160,7 +160,7 @@ async function requestGpu(profile, validation = true) {
 // The fill each adapter measured at its first load here (stats().model.gpu_fill), by what the
 // adapter says it is: later loads on it take the same fill, so that they split work, and round
 // their sums, as the first did, and skip measuring it again.
-const measuredFill = new Map();
+const measuredFill = (globalThis.__gemma4_fill ??= new Map());
 function adapterKey(device) {
   const a = device?.adapterInfo;
   if (!a) return null;  // nothing to tell adapters apart by: each load measures
@@ -501,18 +501,20 @@ class Runtime {
     }
     const p = params ?? {};
     const where = 'gemma4 chat.completions.create';
-    if (p.prompt !== undefined && p.messages !== undefined) throw new TypeError(`${where}: give messages or prompt, not both`);
-    if (p.prompt === undefined && p.messages === undefined) throw new TypeError(`${where}: give messages (a list) or prompt (a string)`);
-    if (p.prompt !== undefined && typeof p.prompt !== 'string') throw new TypeError(`${where}: prompt must be a string`);
-    if (p.messages !== undefined && !Array.isArray(p.messages)) throw new TypeError(`${where}: messages must be a list of chat messages`);
+    // null is unset, as for the other options.
+    const prompt = p.prompt ?? undefined, messages = p.messages ?? undefined;
+    if (prompt !== undefined && messages !== undefined) throw new TypeError(`${where}: give messages or prompt, not both`);
+    if (prompt === undefined && messages === undefined) throw new TypeError(`${where}: give messages (a list) or prompt (a string)`);
+    if (prompt !== undefined && typeof prompt !== 'string') throw new TypeError(`${where}: prompt must be a string`);
+    if (messages !== undefined && !Array.isArray(messages)) throw new TypeError(`${where}: messages must be a list of chat messages`);
     // Text the module gets as JSON: a lone surrogate has no UTF-8 form, so it is named here.
     const wellFormed = (s, what) => {
       if (typeof s === 'string' && s.isWellFormed?.() === false) {
         throw new TypeError(`${where}: ${what} is not well-formed Unicode (it holds a lone surrogate)`);
       }
     };
-    wellFormed(p.prompt, 'prompt');
-    (p.messages ?? []).forEach((m, i) => {
+    wellFormed(prompt, 'prompt');
+    (messages ?? []).forEach((m, i) => {
       for (const key of ['role', 'content', 'name']) wellFormed(m?.[key], `messages[${i}].${key}`);
     });
     const limits = this.#limits;
@@ -536,7 +538,7 @@ class Runtime {
     const request = {
       // A raw prompt goes to the engine as text: the tokenizer's BOS, then the text's ids, as the
       // CLI's --prompt.
-      ...(p.prompt !== undefined ? { prompt: p.prompt } : { messages: p.messages }),
+      ...(prompt !== undefined ? { prompt } : { messages }),
       max_tokens: maxTokens ?? maxCompletion,
       // Unset sampling options take the model's generation_config.json defaults; no seed, a random one.
       temperature: num('temperature'),
@@ -614,12 +616,17 @@ class Runtime {
     return { finish, usage };
   }
 
+  // A copy: what the caller does with it changes nothing here.
   stats() {
     const c = this.#counters;
-    const profile = this.#build.profile
-      ? (this.#profile ?? emptyProfile(!!this.#device?.features.has('timestamp-query')))
-      : emptyProfile(false, 'wall build: no profiling');
-    return {
+    // Why a profile build has no GPU timings, if it has none.
+    const why = (this.#options.backend ?? 'webgpu') === 'cpu' ? 'cpu backend: no GPU timestamps'
+      : !this.#device ? 'no device yet: the runtime requests one at load'
+        : !this.#device.features.has('timestamp-query') ? "the device has no 'timestamp-query' feature" : undefined;
+    const profile = !this.#build.profile ? emptyProfile(false, 'wall build: no profiling')
+      : this.#profile ? { ...this.#profile, ...(this.#profile.supported || !why ? {} : { reason: why }) }
+        : emptyProfile(!why, why);
+    return structuredClone({
       build: this.build,
       loaded: !!this.#rt,
       busy: this.#busy,
@@ -634,7 +641,7 @@ class Runtime {
       current: this.#job ? this.#job.progress() : null,
       gpu_buffers: this.#inst?.gpu ? this.#inst.gpu.liveBuffers() : this.#leftBehind,
       profile,
-    };
+    });
   }
 }
 

@@ -23,7 +23,7 @@ export interface FactoryOptions {
   worker?: boolean;
   /** Keep downloaded files in the Cache API (default true). */
   cache?: boolean;
-  /** Receives the module's diagnostic output. */
+  /** Receives the module's diagnostic output (a worker's is sent back to the page). */
   log?: (text: string) => void;
   /** Node only, for a device the runtime makes: false has Dawn skip validating the runtime's GPU calls
    *  (less host time per dispatch), the bounds checks on the kernels' array indices and the zeroing of
@@ -101,9 +101,10 @@ export interface SpeculativeCounters {
   draft_tokens: number;
   rounds: number;
   drafted: number;
+  /** Drafts accepted and emitted (a stop token among the accepted drafts ends the count). */
   accepted: number;
   acceptance_rate: number;
-  /** Rounds in which the draft at each position was accepted. */
+  /** Rounds in which the draft at each position was accepted and emitted. */
   accepted_per_position: number[];
   draft_policy: 'adaptive' | 'fixed';
   /** Rounds by the drafts they made, 0..draft_tokens (0: plain steps). */
@@ -157,6 +158,8 @@ export interface Profile {
   ops: Record<string, { ms: number; calls: number; by_workgroups: Record<string, { ms: number; calls: number }> }>;
   /** The passes timed whole ('passes' mode; zeros otherwise) and the dispatches in them. */
   passes: { ms: number; count: number; dispatches: number };
+  /** Why there are no GPU timings (supported false): a wall build, the cpu backend, no device yet,
+   *  or a device without 'timestamp-query'. */
   reason?: string;
 }
 
@@ -199,6 +202,7 @@ export interface Gemma4Runtime {
     completions: {
       create(request: CompletionRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
       create(request: CompletionRequest & { stream?: false }): Promise<ChatCompletion>;
+      create(request: CompletionRequest): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>>;
     };
   };
   /** Stops the running request after the token being chosen; it ends with finish_reason 'interrupted'. */
@@ -207,6 +211,7 @@ export interface Gemma4Runtime {
   reset(): Promise<void>;
   /** Destroys every GPU buffer the runtime made. */
   unload(): Promise<void>;
+  /** A copy of the runtime's figures: changing it changes nothing in the runtime. */
   stats(): Stats;
   /** Worker runtimes only. */
   terminate?(): void;

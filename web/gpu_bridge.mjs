@@ -263,10 +263,21 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
     return ticket;
   };
 
+  // An import that throws must not unwind through the module (its cleanup would not run): the
+  // error is kept, and fails the next read as a GPU error does.
+  const guarded = (fn, failed = undefined) => (...args) => {
+    try {
+      return fn(...args);
+    } catch (e) {
+      error ??= e;
+      return failed;
+    }
+  };
+
   return {
     // The command list's format and the bind group layout (src/backend/webgpu/wire.h): count
     // words at ptr, named by the space-separated names.
-    configure(ptr, count, namesPtr, namesLength) {
+    configure: guarded((ptr, count, namesPtr, namesLength) => {
       const values = new Uint32Array(memory().buffer, ptr, count);
       const names = new TextDecoder().decode(bytes().subarray(namesPtr, namesPtr + namesLength)).split(' ');
       L = Object.fromEntries(names.map((name, i) => [name, values[i]]));
@@ -280,7 +291,7 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
       layout = device.createBindGroupLayout({ entries });
       pipelineLayout = device.createPipelineLayout({ bindGroupLayouts: [layout] });
       groups.clear();
-    },
+    }),
     create_buffer(size, kind) {
       try {
         const usage = kind === 0
@@ -302,17 +313,17 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
         return 0;
       }
     },
-    destroy_buffer(id) {
+    destroy_buffer: guarded((id) => {
       buffers[id]?.destroy();
       buffers[id] = null;
       for (const [key, e] of [...groups]) {
         if (e.ids.includes(id)) groups.delete(key);
       }
-    },
-    write_buffer(id, offset, ptr, size) {
+    }),
+    write_buffer: guarded((id, offset, ptr, size) => {
       device.queue.writeBuffer(buffers[id], offset, bytes(), ptr, size);
-    },
-    register_kernel(id, ptr, length, namePtr, nameLength) {
+    }),
+    register_kernel: guarded((id, ptr, length, namePtr, nameLength) => {
       const code = new TextDecoder().decode(bytes().subarray(ptr, ptr + length));
       names[id] = new TextDecoder().decode(bytes().subarray(namePtr, namePtr + nameLength));
       // A kernel that does not compile fails the next read (not silently wrong results).
@@ -323,10 +334,10 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
         if (e) kernelError ??= new Error(`gemma4: WGSL kernel '${names[id]}' does not compile: ${e.message}`);
       }));
       return 1;
-    },
-    submit(ptr, count) {
+    }, 0),
+    submit: guarded((ptr, count) => {
       handingOver(() => run(new Uint32Array(memory().buffer, ptr, count).slice(), null));
-    },
+    }),
     // Profiling: PROFILE_KERNELS or PROFILE_PASSES starts that mode (clearing what was summed),
     // 0 stops.
     profile(mode) {

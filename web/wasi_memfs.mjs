@@ -1,8 +1,9 @@
-// The few WASI calls the module makes, for browsers: files come from a map (path -> Uint8Array, or
-// a source { size, read(offset, length) } whose read answers bytes or a Promise of them: a Blob,
-// a file in Node; read-only, under a preopened "/"), output goes to callbacks, clocks and exit
-// are the obvious ones, random bytes come from crypto.getRandomValues. Anything else answers
-// ENOSYS. A Promise from fd_read suspends the module (web/module.mjs).
+// The few WASI calls the module makes, for the JavaScript API in browsers and Node: files come
+// from a map (path -> Uint8Array, or a source { size, read(offset, length) } whose read answers
+// bytes or a Promise of them: a Blob, a file in Node; read-only, under a preopened "/"), output
+// goes to callbacks, clocks and exit are the obvious ones, random bytes come from
+// crypto.getRandomValues. Anything else answers ENOSYS. A Promise from fd_read suspends the module (web/module.mjs). No callback's throw
+// reaches the module: unwinding through it would skip its cleanup.
 const ESUCCESS = 0, EBADF = 8, EIO = 29, ENOENT = 44, ENOSYS = 52, EINVAL = 28;
 
 // onReadError(error) hears of each failed read of a source (a throw or a rejected Promise), which
@@ -134,7 +135,11 @@ export function createMemoryWasi({ files, stdout = () => {}, stderr = () => {}, 
       for (let i = 0; i < count; i++) {
         const ptr = view().getUint32(iovs + 8 * i, true), len = view().getUint32(iovs + 8 * i + 4, true);
         const s = text(ptr, len);
-        (fd === 2 ? stderr : stdout)(s);
+        try {
+          (fd === 2 ? stderr : stdout)(s);
+        } catch {
+          // The caller's log broke: its line is lost, the module goes on.
+        }
         total += len;
       }
       view().setUint32(nwritten, total, true);

@@ -6,7 +6,12 @@ import { chunkStream } from './stream.mjs';
 
 export const WORKER_NAME = 'gemma4-worker';
 
-const rebuild = (e) => Object.assign(new (e.name === 'TypeError' ? TypeError : Error)(e.message), { name: e.name });
+// An error as posted ({ name, message, cause }), made an Error again on the page.
+const rebuild = (e) => Object.assign(new (e.name === 'TypeError' ? TypeError : Error)(e.message,
+                                                                                    e.cause ? { cause: rebuild(e.cause) } : undefined),
+                                     { name: e.name });
+const posted = (e) => ({ name: e?.name ?? 'Error', message: e?.message ?? String(e),
+                         ...(e?.cause !== undefined ? { cause: posted(e.cause) } : {}) });
 
 export async function workerClient(build, options) {
   // `log` is a function, which cannot be posted: the worker sends its lines back instead.
@@ -24,17 +29,30 @@ export async function workerClient(build, options) {
     if (m.stats !== undefined) latest = m.stats;
     const c = calls.get(m.id);
     if (!c) return;
-    if (m.progress) c.onProgress?.(m.progress);
-    else if (m.chunk) c.chunk(m.chunk);
+    if (m.progress) {
+      // The caller's onProgress runs here, on the page: a throw fails the load (once the worker
+      // has answered it, the model the worker loaded is unloaded), as without a worker.
+      try {
+        if (!c.thrown) c.onProgress?.(m.progress);
+      } catch (e) {
+        c.thrown = e;
+      }
+    } else if (m.chunk) c.chunk(m.chunk);
     else if (m.started) c.resolve(c.iterable);
-    else if (m.error) { calls.delete(m.id); c.reject(rebuild(m.error)); c.end(rebuild(m.error)); }
-    else if (m.done) { calls.delete(m.id); c.resolve(m.value); c.end(null); }
+    else if (m.error) { calls.delete(m.id); c.reject(c.thrown ?? rebuild(m.error)); c.end(rebuild(m.error)); }
+    else if (m.done && c.thrown) {
+      calls.delete(m.id);
+      const failed = new Error(`gemma4 load: the progress handler threw (${c.thrown?.message ?? c.thrown})`, { cause: c.thrown });
+      call('unload').then(() => c.reject(failed), () => c.reject(failed));
+    } else if (m.done) { calls.delete(m.id); c.resolve(m.value); c.end(null); }
   };
-  w.onerror = (e) => {
-    broken = new Error(`gemma4 worker: ${e.message || 'failed'}`);
-    for (const c of calls.values()) { c.reject(broken); c.end(broken); }
+  // Every call waiting on the worker fails with `error` (a worker that broke or was ended).
+  const failAll = (error) => {
+    broken = error;
+    for (const c of calls.values()) { c.reject(error); c.end(error); }
     calls.clear();
   };
+  w.onerror = (e) => failAll(new Error(`gemma4 worker: ${e.message || 'failed'}`));
   const call = (method, args = [], extra = {}) => new Promise((resolve, reject) => {
     if (broken) { reject(broken); return; }
     const id = nextId++;
@@ -79,9 +97,12 @@ export async function workerClient(build, options) {
     unload: () => call('unload'),
     reset: () => call('reset'),
     interrupt() { w.postMessage({ method: 'interrupt' }); },
-    stats: () => latest,
-    // Ends the worker (and its device); the proxy is unusable afterwards.
-    terminate() { w.terminate(); broken = new Error('gemma4 worker: terminated'); },
+    stats: () => (latest ? structuredClone(latest) : latest),
+    // Ends the worker (and its device); calls still waiting fail; the proxy is unusable afterwards.
+    terminate() {
+      w.terminate();
+      failAll(new Error('gemma4 worker: terminated'));
+    },
   };
 }
 
@@ -91,7 +112,7 @@ export function serveIfWorker(factory) {
   let rt = null;
   self.onmessage = async ({ data: { id, method, args } }) => {
     const reply = (m) => self.postMessage({ id, ...m, stats: rt ? rt.stats() : null });
-    const fail = (e) => reply({ error: { name: e?.name ?? 'Error', message: e?.message ?? String(e) } });
+    const fail = (e) => reply({ error: posted(e) });
     try {
       if (method === 'interrupt') {
         rt?.interrupt();

@@ -120,7 +120,7 @@ Result<std::unique_ptr<KvCache>> Model::NewCache(int64_t max_positions, int rese
         return Status(buffer.status().code(), "cache: a context of " + std::to_string(max_positions) +
                                                   " positions needs " + std::to_string(total) +
                                                   " bytes of keys and values (" + buffer.status().message() +
-                                                  "); ask for a shorter prompt or fewer new tokens");
+                                                  "); ask for a shorter prompt, fewer new tokens or a smaller context");
       }
       *half = std::move(buffer).value();
     }

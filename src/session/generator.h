@@ -38,7 +38,8 @@ struct RoundTrace {
   int64_t position = 0;     // where the seed token runs
   int seed = 0;             // the last emitted token, not yet run through the target
   std::vector<int> drafts;  // the assistant's drafts
-  int accepted = 0;         // how many drafts verification kept
+  int accepted = 0;         // how many drafts verification kept (the counters count those emitted:
+                            // fewer, in a last round that a stop token among them ended)
   int bonus = 0;            // the target's token after the accepted drafts
 };
 
@@ -55,8 +56,8 @@ struct GenerationStats {
   // Drafts accepted and emitted: where a stop token is an accepted draft, the round's count ends
   // with it (the drafts kept after it bought nothing), and that round emits no bonus.
   int accepted = 0;
-  std::vector<int> accepted_per_position;  // (K) rounds in which draft j was accepted
-  std::vector<int> accepted_per_round;     // (rounds)
+  std::vector<int> accepted_per_position;  // (K) rounds in which draft j was accepted and emitted
+  std::vector<int> accepted_per_round;     // (rounds) the drafts each emitted
   std::vector<int> drafted_per_round;      // (rounds) the drafts each made: 0 for a plain step
   std::vector<int> rounds_per_k;           // (K + 1) rounds by the drafts they made
   double acceptance_rate() const { return drafted ? static_cast<double>(accepted) / drafted : 0.0; }

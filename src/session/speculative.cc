@@ -286,9 +286,9 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
       }
     }
     count(round, nd, emitted);
-    // Emit the accepted drafts and the bonus; a stop token among them ends generation there.
-    for (int j = 0; j <= m && !done; ++j) {
-      const int t = j < m ? round.drafts[j] : bonus;
+    // Emit the drafts counted and, unless a stop token among them ended generation, the bonus.
+    for (int j = 0; j <= emitted && !done; ++j) {
+      const int t = j < emitted ? round.drafts[j] : bonus;
       G4_RETURN_IF_ERROR(emit(t, static_cast<size_t>(j)));
       if (is_stop(t)) {
         done = true;

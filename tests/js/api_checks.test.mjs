@@ -226,22 +226,34 @@ test('a throw in onProgress or a file that shrank fails the load or reset closed
 });
 
 // Node has no Web Workers: a stand-in that clones what is posted, as a browser does, and answers
-// `create` as the worker would. The caller's log function stays on the page and hears the
-// worker's lines; a worker whose create fails is ended.
-test('a worker runtime takes a log function and is ended when its create fails', async () => {
+// as the worker would. The caller's log function stays on the page and hears the worker's lines;
+// a worker whose create fails is ended; a throw in onProgress fails the load and unloads what the
+// worker loaded; an error's cause comes through; terminate() fails the calls still waiting.
+test('a worker runtime: log, a failed create, onProgress throwing, causes, terminate', async () => {
   const made = [];
   globalThis.Worker = class {
     constructor() {
       this.terminated = false;
+      this.methods = [];
       made.push(this);
     }
     postMessage(m) {
       const { id, method, args } = structuredClone(m);
-      if (method !== 'create') return;
-      const answer = (data) => queueMicrotask(() => this.onmessage({ data: { id, stats: null, ...data } }));
-      if (args[0].log !== true) throw new Error('the stand-in expected log: true in place of the function');
-      answer({ log: 'a line from the worker' });
-      answer(args[0].backend === 'cpu' ? { error: { name: 'Error', message: 'create failed in the worker' } } : { done: true });
+      this.methods.push(method);
+      const answer = (data) => queueMicrotask(() => this.onmessage({ data: { id, stats: { loaded: false }, ...data } }));
+      if (method === 'create') {
+        if (args[0].log !== true) throw new Error('the stand-in expected log: true in place of the function');
+        answer({ log: 'a line from the worker' });
+        answer(args[0].backend === 'cpu' ? { error: { name: 'Error', message: 'create failed in the worker' } } : { done: true });
+      } else if (method === 'load') {
+        answer({ progress: { phase: 'upload', loaded: 1, total: 2 } });
+        answer({ progress: { phase: 'upload', loaded: 2, total: 2 } });
+        answer({ done: true });
+      } else if (method === 'unload') {
+        answer({ done: true });
+      } else if (method === 'chat') {
+        answer({ error: { name: 'Error', message: 'gemma4 chat: failed', cause: { name: 'Error', message: 'the reason' } } });
+      }  // reset: never answered
     }
     terminate() { this.terminated = true; }
   };
@@ -253,6 +265,22 @@ test('a worker runtime takes a log function and is ended when its create fails',
     assert.equal(made[0].terminated, false);
     await assert.rejects(createGemma4({ worker: true, backend: 'cpu', log: () => {} }), /create failed in the worker/);
     assert.equal(made[1].terminated, true, 'the failed worker was ended');
+
+    const boom = new Error('progress broke');
+    let calls = 0;
+    const e = await g.load({ target: 'x', onProgress: () => { calls++; throw boom; } }).then(() => null, (err) => err);
+    assert.ok(e, 'the load succeeded');
+    assert.equal(e.cause, boom);
+    assert.equal(calls, 1, 'onProgress is not called again after it threw');
+    assert.deepEqual(made[0].methods, ['create', 'load', 'unload']);
+    const chat = await g.chat.completions.create({ messages }).then(() => null, (err) => err);
+    assert.equal(chat?.cause?.message, 'the reason');
+    const stats = g.stats();
+    stats.loaded = true;
+    assert.equal(g.stats().loaded, false, 'stats() hands out a copy');
+    const waiting = g.reset();
+    g.terminate();
+    await assert.rejects(waiting, /gemma4 worker: terminated/);
   } finally {
     delete globalThis.Worker;
   }

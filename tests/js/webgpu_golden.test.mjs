@@ -55,7 +55,7 @@ for (const name of readdirSync(models).sort()) {
                        '--draft-policy', 'fixed', '--prompt-ids', t.prompt_ids.join(','), '--max-new-tokens',
                        String(t.max_new_tokens), '--json']);
         assert.deepEqual(r.tokens, t.k2.tokens);
-        assert.deepEqual(r.stats.accepted_per_round, emittedDrafts(t.k2.rounds, r.tokens, r.stop_reason));
+        assert.deepEqual(r.stats.accepted_per_round, emittedDrafts(t.k2.rounds, t.k2.tokens, r.stop_reason));
       }
     });
   }
