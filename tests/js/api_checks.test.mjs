@@ -307,3 +307,27 @@ test('requests the module cannot take as JSON, or that say two things, are refus
   assert.equal(r.usage.completion_tokens, 2);
   await g.unload();
 });
+
+// The fill measured at an adapter's first load decides how work is split, and so the last bits
+// of the sums: every build in a process takes the one measured first. (The value planted below,
+// which no measurement here gives, shows that the second build read it.)
+test('the builds in a process share the fill measured first', { timeout: 180000 }, async () => {
+  const g = await createGemma4();
+  await g.load({ target: model, tokenizer });
+  const first = g.stats().model.gpu_fill;
+  assert.ok(first >= 1, `gpu_fill ${first}`);
+  await g.unload();
+  const fills = globalThis.__gemma4_fill;
+  assert.ok(fills?.size >= 1, 'the measured fill is kept where every build finds it');
+  const kept = new Map(fills);
+  for (const key of fills.keys()) fills.set(key, first + 41);
+  try {
+    const { createGemma4Mtp } = await import(join(root, 'dist', 'gemma4-mtp.mjs'));
+    const m = await createGemma4Mtp();
+    await m.load({ target: model, tokenizer });
+    assert.equal(m.stats().model.gpu_fill, first + 41);
+    await m.unload();
+  } finally {
+    for (const [key, fill] of kept) fills.set(key, fill);
+  }
+});
