@@ -2,8 +2,9 @@
 // from a map (path -> Uint8Array, or a source { size, read(offset, length) } whose read answers
 // bytes or a Promise of them: a Blob, a file in Node; read-only, under a preopened "/"), output
 // goes to callbacks, clocks and exit are the obvious ones, random bytes come from
-// crypto.getRandomValues. Anything else answers ENOSYS. A Promise from fd_read suspends the module (web/module.mjs). No callback's throw
-// reaches the module: unwinding through it would skip its cleanup.
+// crypto.getRandomValues. Anything else answers ENOSYS. A Promise from fd_read suspends the
+// module (web/module.mjs). No callback's throw reaches the module: unwinding through it would skip
+// its cleanup.
 const ESUCCESS = 0, EBADF = 8, EIO = 29, ENOENT = 44, ENOSYS = 52, EINVAL = 28;
 
 // onReadError(error) hears of each failed read of a source (a throw or a rejected Promise), which

@@ -10,8 +10,9 @@ export const WORKER_NAME = 'gemma4-worker';
 const rebuild = (e) => Object.assign(new (e.name === 'TypeError' ? TypeError : Error)(e.message,
                                                                                     e.cause ? { cause: rebuild(e.cause) } : undefined),
                                      { name: e.name });
-const posted = (e) => ({ name: e?.name ?? 'Error', message: e?.message ?? String(e),
-                         ...(e?.cause !== undefined ? { cause: posted(e.cause) } : {}) });
+// An error as the worker posts it: name, message and (a few levels of) cause.
+const posted = (e, depth = 0) => ({ name: e?.name ?? 'Error', message: e?.message ?? String(e),
+                                    ...(e?.cause !== undefined && depth < 4 ? { cause: posted(e.cause, depth + 1) } : {}) });
 
 export async function workerClient(build, options) {
   // `log` is a function, which cannot be posted: the worker sends its lines back instead.
@@ -39,13 +40,14 @@ export async function workerClient(build, options) {
       }
     } else if (m.chunk) c.chunk(m.chunk);
     else if (m.started) c.resolve(c.iterable);
-    else if (m.error) { calls.delete(m.id); c.reject(c.thrown ?? rebuild(m.error)); c.end(rebuild(m.error)); }
+    else if (m.error) { calls.delete(m.id); c.reject(c.thrown ? progressFailed(c) : rebuild(m.error)); c.end(rebuild(m.error)); }
     else if (m.done && c.thrown) {
       calls.delete(m.id);
-      const failed = new Error(`gemma4 load: the progress handler threw (${c.thrown?.message ?? c.thrown})`, { cause: c.thrown });
-      call('unload').then(() => c.reject(failed), () => c.reject(failed));
+      call('unload').then(() => c.reject(progressFailed(c)), () => c.reject(progressFailed(c)));
     } else if (m.done) { calls.delete(m.id); c.resolve(m.value); c.end(null); }
   };
+  const progressFailed = (c) => new Error(`gemma4 load: the progress handler threw (${c.thrown?.message ?? c.thrown})`,
+                                          { cause: c.thrown });
   // Every call waiting on the worker fails with `error` (a worker that broke or was ended).
   const failAll = (error) => {
     broken = error;
