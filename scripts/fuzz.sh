@@ -9,14 +9,15 @@
 # --parallel  all targets at once, one process each (for a machine with a core per target).
 # --merge   afterwards, add to fuzz/corpus/NAME the inputs found (of at most 4 KiB) that reach code
 #           the corpus does not (libFuzzer's -merge=1 keeps only those); commit them.
-# TARGET    a subset: safetensors_header config checkpoint_index tokenizer_load tokenizer_encode.
+# TARGET    a subset: safetensors_header config checkpoint_index tokenizer_load tokenizer_encode
+#           chat_messages.
 #
 # An hour of fuzzing that keeps what it finds: scripts/fuzz.sh 3600 --parallel --merge (or, on
 # one core, scripts/fuzz.sh 720 --merge: 12 minutes a target).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=20 parallel=0 merge=0 targets=""
-all="safetensors_header config checkpoint_index tokenizer_load tokenizer_encode"
+all="safetensors_header config checkpoint_index tokenizer_load tokenizer_encode chat_messages"
 for arg in "$@"; do
   case "$arg" in
     --parallel) parallel=1 ;;
