@@ -547,12 +547,15 @@ class Runtime {
       seed: num('seed'),
       speculative: p.mtp ?? this.#info.assistant,
     };
+    // The request as the module takes it, made here so that what JSON cannot carry is the
+    // caller's error.
+    let body;
     try {
-      JSON.stringify(request);
+      body = JSON.stringify(request);
     } catch (e) {
       throw new TypeError(`${where}: messages hold a value JSON cannot carry (${e.message})`);
     }
-    return makeJob({ request, stream: !!p.stream, stop, model: p.model ?? 'gemma4' });
+    return makeJob({ body, stream: !!p.stream, stop, model: p.model ?? 'gemma4' });
   }
 
   // The runtime is free again before the last chunk goes out, so a caller that reacts to it can
@@ -577,7 +580,7 @@ class Runtime {
     const inst = this.#inst;
     this.#job = job;
     job.started = performance.now();
-    const [p, n] = inst.put(JSON.stringify(job.request));
+    const [p, n] = inst.put(job.body);
     let answer;
     try {
       const text = await inst.callText('g4_rt_generate', this.#rt, p, n);
@@ -648,7 +651,7 @@ class Runtime {
 // A request in flight: turns tokens into OpenAI-shaped chunks (holding back text that may be the
 // start of a stop string) and is the async-iterable stream of them (web/stream.mjs). Leaving the
 // stream's loop early interrupts the request and waits until the runtime is free.
-function makeJob({ request, stream, stop, model }) {
+function makeJob({ body, stream, stop, model }) {
   const id = `chatcmpl-${Math.random().toString(36).slice(2, 12)}`;
   const created = Math.floor(Date.now() / 1000);
   let ended = false;
@@ -679,7 +682,7 @@ function makeJob({ request, stream, stop, model }) {
   };
   let lastTokenAt = 0;
   const job = {
-    request, stream, interrupted: false, stopped: false, started: 0, firstTokenMs: null,
+    body, stream, interrupted: false, stopped: false, started: 0, firstTokenMs: null,
     settled: Promise.resolve(),  // settles when the request is over and the runtime free
     // The request so far: tokens, time, decode speed after the first token.
     progress() {
