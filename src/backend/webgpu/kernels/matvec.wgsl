@@ -163,15 +163,23 @@ fn q8_word_at(r: u32, q: u32, octs: u32) -> vec4<u32> {
 // against the input's, the offset of 8 taken off through the oct's sum, then both scales.
 fn oct_dots_q8(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, w: array<OctWords, STREAMS>,
                base: array<u32, STREAMS>, q: u32, rows: u32, octs: u32) {
+  var sc: array<f32, STREAMS>;
+  var ev: array<u32, STREAMS>;
+  var od: array<u32, STREAMS>;
   for (var s = 0u; s < STREAMS; s++) {
-    let sc = unpack2x16float(w[s].a.x >> (((base[s] + 8u * q) >> 1u) & 16u)).x;
-    let ev = w[s].a.y & 0x0f0f0f0fu;
-    let od = (w[s].a.y >> 4u) & 0x0f0f0f0fu;
-    for (var r = 0u; r < ROWS; r++) {
-      if (r < rows) {
-        let x = q8_word_at(r, q, octs);
-        let i = dot4I8Packed(ev, x.x) + dot4I8Packed(od, x.y);
-        (*acc)[s][r] += (bitcast<f32>(x.z) * f32(i) - 8.0 * bitcast<f32>(x.w)) * sc;
+    sc[s] = unpack2x16float(w[s].a.x >> (((base[s] + 8u * q) >> 1u) & 16u)).x;
+    ev[s] = w[s].a.y & 0x0f0f0f0fu;
+    od[s] = (w[s].a.y >> 4u) & 0x0f0f0f0fu;
+  }
+  // Rows outside streams: each row's input word is read once for all streams.
+  for (var r = 0u; r < ROWS; r++) {
+    if (r < rows) {
+      let x = q8_word_at(r, q, octs);
+      let d = bitcast<f32>(x.z);
+      let m = 8.0 * bitcast<f32>(x.w);
+      for (var s = 0u; s < STREAMS; s++) {
+        let i = dot4I8Packed(ev[s], x.x) + dot4I8Packed(od[s], x.y);
+        (*acc)[s][r] += (d * f32(i) - m) * sc[s];
       }
     }
   }
