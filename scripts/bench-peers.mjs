@@ -12,7 +12,7 @@
 //       [--decode-tokens 64] [--only ours,transformers,llama]
 import { parseArgs } from 'node:util';
 import { spawnSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseOurs, parseTransformers, parseLlama } from './peers_parse.mjs';
@@ -26,22 +26,34 @@ const { values: o } = parseArgs({ options: {
 const only = new Set(o.only.split(','));
 for (const w of only) if (!['ours', 'transformers', 'llama'].includes(w)) throw new Error(`--only: no peer '${w}'`);
 const work = resolve(o.work), P = o['prompt-tokens'], D = o['decode-tokens'];
+mkdirSync(work, { recursive: true });
 const bf16 = join(work, 'bf16'), assistant = join(work, 'bf16-a'), q4 = join(work, 'q4');
 
 let n = 0;
-function run(name, cmd, args, env = {}) {
+// Runs one step, keeps its output in WORK; its stdout, or (failed) its output's tail printed and
+// what stdout it gave, or null where `strict`.
+function run(name, cmd, args, env = {}, strict = false) {
   const started = Date.now();
   const r = spawnSync(cmd, args, { cwd: root, encoding: 'utf8', maxBuffer: 1 << 28, env: { ...process.env, ...env } });
-  const out = `${r.stdout ?? ''}${r.stderr ? `\n--- stderr\n${r.stderr}` : ''}`;
+  const out = `${r.stdout ?? ''}${r.stderr ? `\n--- stderr\n${r.stderr}` : ''}${r.error ? `\n--- ${r.error.message}` : ''}`;
   writeFileSync(join(work, `peers-${++n}-${name}.txt`), out);
-  console.log(`== ${name}: exit ${r.status ?? r.signal}, ${((Date.now() - started) / 1000).toFixed(0)} s`);
-  return r.status === 0 ? r.stdout : (console.log(out.slice(-2000)), r.stdout ?? '');
+  console.log(`== ${name}: exit ${r.status ?? r.signal ?? r.error?.code}, ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  if (r.status === 0) return r.stdout;
+  console.log(out.slice(-2000));
+  return strict ? null : r.stdout ?? '';
 }
 
-// The pair and its q4 export, made once and kept in WORK for later runs.
-if (!existsSync(join(bf16, 'model.safetensors'))) run('synth', o.native, ['synth', '--shape', 'e2b', '--out', bf16]);
-if (!existsSync(join(assistant, 'model.safetensors'))) run('synth-assistant', o.native, ['synth', '--shape', 'e2b-assistant', '--out', assistant]);
-if (only.has('ours') && !existsSync(q4)) run('export-q4', o.native, ['export', '--model', bf16, '--assistant', assistant, '--quant', 'q4', '-o', q4]);
+// The pair and its q4 export, made once and kept in WORK for later runs; without them nothing
+// after can run, so a failure here ends the run.
+function prepare(name, args) {
+  if (run(name, o.native, args, {}, true) === null) {
+    console.error(`bench-peers: ${name} (${o.native} ${args[0]}) failed; its output is in ${work}`);
+    process.exit(1);
+  }
+}
+if (!existsSync(join(bf16, 'model.safetensors'))) prepare('synth', ['synth', '--shape', 'e2b', '--out', bf16]);
+if (!existsSync(join(assistant, 'model.safetensors'))) prepare('synth-assistant', ['synth', '--shape', 'e2b-assistant', '--out', assistant]);
+if (only.has('ours') && !existsSync(q4)) prepare('export-q4', ['export', '--model', bf16, '--assistant', assistant, '--quant', 'q4', '-o', q4]);
 
 const rows = [];
 const ours = (label, model, asst) => {
@@ -74,4 +86,8 @@ for (const r of rows) {
   const assisted = [r.fixed && `fixed ${cell(r.fixed, 1)}`, r.adaptive && `adaptive ${cell(r.adaptive, 1)}`, r.assisted && cell(r.assisted, 1)]
     .filter(Boolean).join(', ');
   console.log(`| ${r.who} | ${cell(r.prefill)} | ${cell(r.decode, 1)} | ${cell(r.stepMs, 3)} | ${round} | ${assisted} |`);
+}
+if (rows.length === 0) {
+  console.error(`bench-peers: no run gave figures; each run's output is in ${work}`);
+  process.exit(1);
 }
