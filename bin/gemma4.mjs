@@ -34,9 +34,13 @@ if (argv[0] === 'serve') {
   process.exit(await serveMain(argv.slice(1), { gpuValidation: validation }));
 }
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const wasmPath = process.env.G4_WASM || join(root, 'build-wasm', 'gemma4.wasm');
+// The module: G4_WASM where set; else a checkout's own build (scripts/build-wasm.sh), else the
+// copy an installed package carries in dist/ (scripts/build-web.sh).
+const built = join(root, 'build-wasm', 'gemma4.wasm'), packaged = join(root, 'dist', 'gemma4-cli.wasm');
+const wasmPath = process.env.G4_WASM || (existsSync(built) || !existsSync(packaged) ? built : packaged);
 if (!existsSync(wasmPath)) {
-  process.stderr.write(`gemma4: ${wasmPath} is missing: run scripts/build-wasm.sh\n`);
+  const fix = process.env.G4_WASM ? 'G4_WASM names no file' : 'run scripts/build-wasm.sh';
+  process.stderr.write(`gemma4: ${wasmPath} is missing: ${fix}\n`);
   process.exit(1);
 }
 // WebGPU is the default backend here (the native binary's is cpu).

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// The build manifest of dist/: the eight artifacts {plain, mtp} x {wall, profile} x {js, wasm},
-// each with its sha256, and one source record (the hash of the sources that built them and the
-// toolchain's versions).
+// The build manifest of dist/: the nine artifacts, {plain, mtp} x {wall, profile} x {js, wasm}
+// and the command line's module (gemma4-cli.wasm, which bin/gemma4.mjs runs), each with its
+// sha256, and one source record (the hash of the sources that built them and the toolchain's
+// versions).
 //   node scripts/manifest.mjs write DIR    writes DIR/manifest.json
 //   node scripts/manifest.mjs verify DIR   checks it; prints each build's state, exit 1 if any is pending
 import { createHash } from 'node:crypto';
@@ -11,13 +12,15 @@ import { join, resolve, dirname, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 export const BUILDS = [
   { name: 'plain-wall', file: 'gemma4', mtp: false, profile: false },
   { name: 'mtp-wall', file: 'gemma4-mtp', mtp: true, profile: false },
   { name: 'plain-profile', file: 'gemma4-profile', mtp: false, profile: true },
   { name: 'mtp-profile', file: 'gemma4-mtp-profile', mtp: true, profile: true },
 ];
+// The command line's module: WebAssembly only (web/runtime.mjs is its host).
+export const CLI = { name: 'cli', file: 'gemma4-cli' };
 // What the artifacts are built from.
 const SOURCES = ['src', 'web', 'cmake', 'CMakeLists.txt', 'scripts/build-web.sh', 'scripts/manifest.mjs', 'package.json'];
 
@@ -51,14 +54,21 @@ export function toolchain() {
            esbuild: version('esbuild', ['--version']), node: process.version, cmake: version('cmake', ['--version']) };
 }
 
-export const artifactNames = () => BUILDS.flatMap((b) => [`${b.file}.mjs`, `${b.file}.wasm`]);
+// Every artifact: { build, path, kind }.
+const expectedArtifacts = () => [
+  ...BUILDS.flatMap((b) => [{ build: b.name, path: `${b.file}.mjs`, kind: 'js' },
+                            { build: b.name, path: `${b.file}.wasm`, kind: 'wasm' }]),
+  { build: CLI.name, path: `${CLI.file}.wasm`, kind: 'wasm' },
+];
+export const artifactNames = () => expectedArtifacts().map((a) => a.path);
 
 export function writeManifest(dir) {
-  const artifacts = BUILDS.flatMap((b) => ['js', 'wasm'].map((kind) => {
-    const path = `${b.file}.${kind === 'js' ? 'mjs' : 'wasm'}`;
+  const artifacts = expectedArtifacts().map(({ build, path, kind }) => {
+    const b = BUILDS.find((x) => x.name === build);
     const bytes = readFileSync(join(dir, path));
-    return { build: b.name, mtp: b.mtp, profile: b.profile, kind, path, bytes: bytes.length, sha256: sha256(bytes) };
-  }));
+    return { build, ...(b ? { mtp: b.mtp, profile: b.profile } : {}), kind, path, bytes: bytes.length,
+             sha256: sha256(bytes) };
+  });
   const manifest = { schema_version: SCHEMA_VERSION, artifacts,
                      source: { ...sourceHash(), toolchain: toolchain(), built_at: new Date().toISOString() } };
   writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
@@ -69,11 +79,12 @@ export function writeManifest(dir) {
 // Pending: an artifact missing, extra, of another hash, or sources changed since the build.
 export function verifyManifest(dir, { checkSources = true } = {}) {
   const problems = [];
-  const builds = Object.fromEntries(BUILDS.map((b) => [b.name, []]));
+  const names = [...BUILDS.map((b) => b.name), CLI.name];
+  const builds = Object.fromEntries(names.map((n) => [n, []]));
   const path = join(dir, 'manifest.json');
   if (!existsSync(path)) {
     return { problems: ['manifest.json is missing'],
-             builds: Object.fromEntries(BUILDS.map((b) => [b.name, 'pending: no manifest'])) };
+             builds: Object.fromEntries(names.map((n) => [n, 'pending: no manifest'])) };
   }
   let m;
   try {
@@ -85,13 +96,12 @@ export function verifyManifest(dir, { checkSources = true } = {}) {
   if (m && m.schema_version !== SCHEMA_VERSION) problems.push(`manifest.json: schema_version ${m.schema_version}, expected ${SCHEMA_VERSION}`);
   const listed = new Map((m?.artifacts ?? []).map((a) => [a.path, a]));
   const expected = artifactNames();
-  for (const name of expected) {
-    const b = BUILDS.find((x) => name.startsWith(x.file + '.'));
+  for (const { build, path: name } of expectedArtifacts()) {
     const a = listed.get(name);
-    if (!a) { builds[b.name].push(`${name} not in the manifest`); continue; }
-    if (a.build !== b.name) builds[b.name].push(`${name} is listed for build '${a.build}'`);
-    if (!existsSync(join(dir, name))) { builds[b.name].push(`${name} is missing`); continue; }
-    if (sha256(readFileSync(join(dir, name))) !== a.sha256) builds[b.name].push(`${name}: sha256 differs from the manifest`);
+    if (!a) { builds[build].push(`${name} not in the manifest`); continue; }
+    if (a.build !== build) builds[build].push(`${name} is listed for build '${a.build}'`);
+    if (!existsSync(join(dir, name))) { builds[build].push(`${name} is missing`); continue; }
+    if (sha256(readFileSync(join(dir, name))) !== a.sha256) builds[build].push(`${name}: sha256 differs from the manifest`);
   }
   for (const name of listed.keys()) if (!expected.includes(name)) problems.push(`manifest lists an extra artifact ${name}`);
   for (const name of readdirSync(dir)) {
@@ -99,9 +109,9 @@ export function verifyManifest(dir, { checkSources = true } = {}) {
   }
   if (m && (!m.source || typeof m.source.sha256 !== 'string')) problems.push('manifest.json: no source record');
   else if (m && checkSources && m.source.sha256 !== sourceHash().sha256) {
-    for (const b of BUILDS) builds[b.name].push('stale: the sources changed since the build');
+    for (const n of names) builds[n].push('stale: the sources changed since the build');
   }
-  if (problems.length) for (const b of BUILDS) builds[b.name].push(...problems);
+  if (problems.length) for (const n of names) builds[n].push(...problems);
   return {
     problems: [...problems, ...Object.values(builds).flat()].filter((v, i, all) => all.indexOf(v) === i),
     builds: Object.fromEntries(Object.entries(builds).map(([k, v]) => [k, v.length ? `pending: ${v.join('; ')}` : 'ok'])),

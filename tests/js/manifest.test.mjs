@@ -1,5 +1,6 @@
-// The build manifest of dist/ (scripts/manifest.mjs): exactly the eight artifacts {plain, mtp} x
-// {wall, profile} x {js, wasm} with their sha256 and one source record; a missing, extra or
+// The build manifest of dist/ (scripts/manifest.mjs): exactly the nine artifacts, {plain, mtp} x
+// {wall, profile} x {js, wasm} and the command line's module, with their sha256 and one source
+// record; a missing, extra or
 // altered artifact, or changed sources, makes the build pending, and the benchmark says so
 // instead of printing figures.
 import { test } from 'node:test';
@@ -9,23 +10,29 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { root } from './cli.mjs';
-import { BUILDS, verifyManifest, sourceHash } from '../../scripts/manifest.mjs';
+import { BUILDS, CLI, verifyManifest, sourceHash } from '../../scripts/manifest.mjs';
 
 const dist = join(root, 'dist');
 
-test('dist/manifest.json names exactly the eight artifacts, by hash, and the sources that built them', () => {
+test('dist/manifest.json names exactly the nine artifacts, by hash, and the sources that built them', () => {
   const m = JSON.parse(readFileSync(join(dist, 'manifest.json'), 'utf8'));
-  assert.equal(m.schema_version, 1);
-  assert.equal(m.artifacts.length, 8);
-  const pairs = m.artifacts.map((a) => `${a.mtp ? 'mtp' : 'plain'}/${a.profile ? 'profile' : 'wall'}/${a.kind}`).sort();
+  assert.equal(m.schema_version, 2);
+  assert.equal(m.artifacts.length, 9);
+  const runtimes = m.artifacts.filter((a) => a.build !== CLI.name);
+  const pairs = runtimes.map((a) => `${a.mtp ? 'mtp' : 'plain'}/${a.profile ? 'profile' : 'wall'}/${a.kind}`).sort();
   assert.deepEqual(pairs, ['mtp/profile/js', 'mtp/profile/wasm', 'mtp/wall/js', 'mtp/wall/wasm', 'plain/profile/js',
                            'plain/profile/wasm', 'plain/wall/js', 'plain/wall/wasm']);
+  // The command line's module is the checkout's build of it, byte for byte.
+  const cli = m.artifacts.filter((a) => a.build === CLI.name);
+  assert.deepEqual(cli.map((a) => [a.path, a.kind]), [['gemma4-cli.wasm', 'wasm']]);
+  assert.ok(readFileSync(join(dist, 'gemma4-cli.wasm')).equals(readFileSync(join(root, 'build-wasm', 'gemma4.wasm'))),
+            'dist/gemma4-cli.wasm is build-wasm/gemma4.wasm');
   for (const a of m.artifacts) assert.match(a.sha256, /^[0-9a-f]{64}$/);
   assert.equal(m.source.sha256, sourceHash().sha256, 'dist/ was built from these sources');
   assert.match(m.source.toolchain.clang, /clang version 19/);
   const v = verifyManifest(dist);
   assert.deepEqual(v.problems, []);
-  for (const b of BUILDS) assert.equal(v.builds[b.name], 'ok');
+  for (const b of [...BUILDS, CLI]) assert.equal(v.builds[b.name], 'ok');
   // Each module loads its own build's WebAssembly.
   for (const b of BUILDS) assert.match(readFileSync(join(dist, `${b.file}.mjs`), 'utf8'), new RegExp(`"\\./${b.file}\\.wasm"`));
 });
@@ -43,6 +50,12 @@ test('a missing, extra or altered artifact, or stale sources, leave builds pendi
     let v = verifyManifest(altered);
     assert.match(v.builds['mtp-wall'], /^pending: .*gemma4-mtp\.wasm: sha256 differs/);
     assert.equal(v.builds['plain-wall'], 'ok');
+
+    const cliAltered = copy('cli-altered');
+    appendFileSync(join(cliAltered, 'gemma4-cli.wasm'), Buffer.from([0]));
+    v = verifyManifest(cliAltered);
+    assert.match(v.builds.cli, /^pending: .*gemma4-cli\.wasm: sha256 differs/);
+    for (const b of BUILDS) assert.equal(v.builds[b.name], 'ok');
 
     const missing = copy('missing');
     unlinkSync(join(missing, 'gemma4-profile.mjs'));
@@ -66,7 +79,7 @@ test('a missing, extra or altered artifact, or stale sources, leave builds pendi
     s.source.sha256 = '0'.repeat(64);
     writeFileSync(join(stale, 'manifest.json'), JSON.stringify(s));
     v = verifyManifest(stale);
-    for (const b of BUILDS) assert.match(v.builds[b.name], /stale/);
+    for (const b of [...BUILDS, CLI]) assert.match(v.builds[b.name], /stale/);
 
     // The benchmark prints "pending" for the altered build, figures for the others.
     const out = execFileSync(process.execPath, [join(root, 'scripts/bench-web.mjs'), '--dist', altered, '--backend', 'cpu',

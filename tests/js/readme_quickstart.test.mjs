@@ -63,6 +63,14 @@ test('the README quick start runs as written against a packed install', { timeou
     assert.ok(Number(counters[2]) > 0 && Number(counters[1]) <= Number(counters[2]), `drafts: ${lines.at(-1)}`);
     const words = lines.slice(0, -1).join(' ').match(/[A-Za-z]+/g) ?? [];
     assert.ok(words.length >= 3, `the reply is text: ${JSON.stringify(run.stdout)}`);
+
+    // The package's `gemma4` command runs the module the tarball carries (dist/gemma4-cli.wasm).
+    assert.ok(!existsSync(join(project, 'node_modules', pkg.name, 'build-wasm')), 'the tarball holds no build folder');
+    const cli = spawnSync(join(project, 'node_modules', '.bin', 'gemma4'),
+                          ['generate', '--model', 'demo', '--prompt', 'Hello', '--max-new-tokens', '3', '--backend', 'cpu',
+                           '--json'], { cwd: project, encoding: 'utf8', timeout: 120_000 });
+    assert.equal(cli.status, 0, `gemma4 generate exited with ${cli.status}:\n${cli.stderr}`);
+    assert.equal(JSON.parse(cli.stdout.trim().split('\n').pop()).tokens.length, 3, cli.stdout);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
