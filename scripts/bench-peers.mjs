@@ -3,8 +3,10 @@
 // synthetic E2B pair, ending in one table (docs/PERFORMANCE.md keeps one a run):
 //   1. this runtime's bench (Node + Dawn, validation off) on the bf16 pair and its q4 export;
 //   2. transformers (tools/reference/bench_transformers.py: prefill, decode, assisted);
-//   3. llama.cpp through node-llama-cpp (tools/reference/llama_cpp/gpu_bench.sh: bf16 and
-//      q8_0 GGUFs, CUDA and Vulkan), when unpack.sh has put it in /tmp/llama-gpu;
+//   3. llama.cpp through node-llama-cpp (tools/reference/llama_cpp/gpu_bench.sh: bf16 GGUF,
+//      CUDA and Vulkan), when unpack.sh has put it in /tmp/llama-gpu; and llama.cpp's own
+//      llama-bench on CUDA (cuda_bench.sh), when cuda_build.sh's folder is carried
+//      (.peers/llama/cuda/carry);
 //   4. this runtime's bf16 bench again, so that a drift of the machine over the run shows.
 // Each run's output is kept in WORK/peers-N-NAME.txt.
 //
@@ -52,14 +54,15 @@ function prepare(name, args) {
   }
 }
 if (!existsSync(join(bf16, 'model.safetensors'))) prepare('synth', ['synth', '--shape', 'e2b', '--out', bf16]);
-if (!existsSync(join(assistant, 'model.safetensors'))) prepare('synth-assistant', ['synth', '--shape', 'e2b-assistant', '--out', assistant]);
+if ((only.has('ours') || only.has('transformers')) && !existsSync(join(assistant, 'model.safetensors'))) prepare('synth-assistant', ['synth', '--shape', 'e2b-assistant', '--out', assistant]);
 if (only.has('ours') && !existsSync(q4)) prepare('export-q4', ['export', '--model', bf16, '--assistant', assistant, '--quant', 'q4', '-o', q4]);
 
 const rows = [];
 const ours = (label, model, asst) => {
   const out = run(`ours-${label.replace(/\W+/g, '-')}`, process.execPath, [join(root, 'bin', 'gemma4.mjs'), 'bench', '--model', model, '--assistant', asst,
                   '--prompt-tokens', P, '--decode-tokens', D, '--gpu-validation', 'off']);
-  rows.push({ who: `this runtime, ${label}`, ...parseOurs(out) });
+  const figures = parseOurs(out);
+  if ([figures.prefill, figures.decode, figures.stepMs].some(Number.isFinite)) rows.push({ who: `this runtime, ${label}`, ...figures });
 };
 if (only.has('ours')) {
   ours('bf16', bf16, assistant);
@@ -71,9 +74,14 @@ if (only.has('transformers')) {
   rows.push(...parseTransformers(out));
 }
 if (only.has('llama')) {
+  const tools = join(root, 'tools', 'reference', 'llama_cpp');
   if (!existsSync('/tmp/llama-gpu/env.sh')) console.log('== llama.cpp: not unpacked (tools/reference/llama_cpp/unpack.sh), left out');
-  else rows.push(...parseLlama(run('llama.cpp', 'bash', [join(root, 'tools', 'reference', 'llama_cpp', 'gpu_bench.sh'), bf16,
-                                                         '--prompt-tokens', P, '--decode-tokens', D])));
+  else rows.push(...parseLlama(run('llama.cpp', 'bash', [join(tools, 'gpu_bench.sh'), bf16, '--prompt-tokens', P, '--decode-tokens', D])));
+  if (!existsSync(join(root, '.peers', 'llama', 'cuda', 'carry', 'llama-bench'))) {
+    console.log('== llama.cpp on CUDA (llama-bench): not carried (tools/reference/llama_cpp/cuda_build.sh), left out');
+  } else {
+    rows.push(...parseLlama(run('llama.cpp-cuda', 'bash', [join(tools, 'cuda_bench.sh'), bf16, '--prompt-tokens', P, '--decode-tokens', D])));
+  }
 }
 if (only.has('ours')) ours('bf16, again', bf16, assistant);
 

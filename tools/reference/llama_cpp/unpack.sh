@@ -24,14 +24,8 @@ if [ ! -d "$dest/node_modules" ]; then
   mv "$dest/unpacking/node_modules" "$dest/node_modules"
   rm -rf "$dest/unpacking" "$dest/peer.tar.zst" "$dest"/parts/peer.tar.zst.*
 fi
-# The CUDA build links libcudart.so.13 and libcublas.so.13: where the loader's cache lacks either,
-# the folders that hold them (the CUDA toolkit's, or the wheels torch brings).
-libdirs=
-if ! ldconfig -p 2>/dev/null | grep -q 'libcudart\.so\.13' || ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.13'; then
-  libdirs=$(find /usr/local/cuda*/ $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null) \
-              \( -name 'libcudart.so.13*' -o -name 'libcublas.so.13*' -o -name 'libcublasLt.so.13*' \) 2>/dev/null |
-            xargs -r -n1 dirname | xargs -r -n1 realpath | sort -u | paste -sd:)
-fi
+source "$(dirname "$0")/cuda_libs.sh"
+libdirs=$(cuda_lib_dirs)
 {
   [ -z "$libdirs" ] || echo "export LD_LIBRARY_PATH=$libdirs\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
   echo "export CUDA_CACHE_PATH=$dest/cuda-cache CUDA_CACHE_MAXSIZE=4294967296"

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# On the GPU machine: llama.cpp's CUDA figures for one model folder (the bf16 one `gemma4 synth`
+# writes) with the llama-bench that cuda_build.sh made, carried there as CARRIED (default
+# .peers/llama/cuda/carry). Makes a GGUF of each type with the carried converter (beside the
+# folder, kept for later calls), then, each type with flash attention off and on: llama-bench's
+# prefill of P tokens (pp) and its decode of D tokens after a context of P (tg at depth P), the
+# mean of its reps. Prints, as gpu_bench.sh does, a JSON line naming each run and one of its
+# figures; exits non-zero if no run gave figures.
+#   bash tools/reference/llama_cpp/cuda_bench.sh MODEL_DIR [--carried DIR] [--types bf16,q8_0]
+#       [--prompt-tokens 512] [--decode-tokens 64] [--reps 3]
+set -euo pipefail
+here=$(dirname "$0")
+model=$(realpath -m -s "${1:?usage: cuda_bench.sh MODEL_DIR [--carried DIR] [--types T,T] [--prompt-tokens P] [--decode-tokens D] [--reps R]}")
+shift
+carried=$here/../../../.peers/llama/cuda/carry types=bf16 P=512 D=64 reps=3
+while [ $# -gt 0 ]; do
+  [ $# -ge 2 ] || { echo "cuda_bench.sh: $1 needs a value" >&2; exit 2; }
+  case $1 in
+    --carried) carried=$2 ;;
+    --types) types=${2//,/ } ;;
+    --prompt-tokens) P=$2 ;;
+    --decode-tokens) D=$2 ;;
+    --reps) reps=$2 ;;
+    *) echo "cuda_bench.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift 2
+done
+bench=$carried/llama-bench
+[ -x "$bench" ] || { echo "cuda_bench.sh: $bench is missing (cuda_build.sh makes it; carry its folder)" >&2; exit 1; }
+source "$here/cuda_libs.sh"
+libdirs=$(cuda_lib_dirs)
+[ -z "$libdirs" ] || export LD_LIBRARY_PATH=$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+for type in $types; do
+  gguf="$model.$type.gguf"
+  log="$model.$type.convert.log"
+  [ -f "$gguf" ] && continue
+  # As gpu_bench.sh: transformers reads the tokenizer where it can, the stand-in where it refuses.
+  if python3 "$here/to_gguf.py" --model "$model" --out "$gguf" --outtype "$type" --src "$carried/llama.cpp" > "$log" 2>&1; then
+    with=transformers
+  else
+    python3 "$here/to_gguf.py" --model "$model" --out "$gguf" --outtype "$type" --src "$carried/llama.cpp" --standin >> "$log" 2>&1 ||
+      { echo "cuda_bench.sh: converting $model to $type failed (its log: $log):" >&2; tail -20 "$log" >&2; exit 1; }
+    with="the stand-in"
+  fi
+  echo "{\"converted\": \"$gguf\", \"with\": \"$with\", \"llama_cpp\": \"$(cat "$carried/llama.cpp/COMMIT" 2>/dev/null || true)\"}"
+done
+ok=0
+for type in $types; do
+  for fa in off on; do
+    name="llama.cpp cuda (llama-bench), $type, flash attention $fa"
+    echo "{\"run\": \"$name\"}"
+    log="$model.$type.fa-$fa.log"
+    # Prefill alone, then decode after a context of P; llama-bench warms up before each.
+    if pp=$("$bench" -m "$model.$type.gguf" -ngl 99 -fa $fa -p "$P" -n 0 -r "$reps" -o jsonl 2> "$log") &&
+       tg=$("$bench" -m "$model.$type.gguf" -ngl 99 -fa $fa -p 0 -n "$D" -d "$P" -r "$reps" -o jsonl 2>> "$log") &&
+       node -e '
+         const last = (s) => JSON.parse(s.split("\n").filter((l) => l.startsWith("{")).pop());
+         const [pp, tg] = process.argv.slice(1).map(last);
+         console.log(JSON.stringify({ prefill_tokens_per_s: pp.avg_ts, decode_tokens_per_s: tg.avg_ts,
+           prompt_tokens: pp.n_prompt, decode_tokens: tg.n_gen, depth: tg.n_depth, reps: pp.samples_ts.length,
+           prefill_all: pp.samples_ts, decode_all: tg.samples_ts, backends: pp.backends, gpu: pp.gpu_info }));' "$pp" "$tg"; then
+      ok=$((ok + 1))
+    else
+      echo "cuda_bench.sh: $name failed (its log: $log):" >&2
+      tail -5 "$log" >&2
+      echo "{\"run_failed\": \"$name\"}"
+    fi
+  done
+done
+[ "$ok" -gt 0 ]
