@@ -1,6 +1,7 @@
 #!/usr/bin/env -S node --no-warnings
 // gemma4 for Node: the same command line as the native binary, running the C++ core compiled to
-// WebAssembly (build-wasm/gemma4.wasm, made by scripts/build-wasm.sh). Files are reached through
+// WebAssembly (build-wasm/gemma4.wasm, made by scripts/build-wasm.sh; in an installed package its
+// copy dist/gemma4-cli.wasm, made by scripts/build-web.sh). Files are reached through
 // WASI; the WebGPU backend (the default here, `--backend cpu` for the CPU one inside WebAssembly)
 // runs on Dawn (the `webgpu` package). `gemma4 serve` is an OpenAI-compatible HTTP server over the
 // JavaScript API instead (dist/, made by scripts/build-web.sh; docs/SERVER.md).

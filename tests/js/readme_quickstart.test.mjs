@@ -68,7 +68,7 @@ test('the README quick start runs as written against a packed install', { timeou
     assert.ok(!existsSync(join(project, 'node_modules', pkg.name, 'build-wasm')), 'the tarball holds no build folder');
     const cli = spawnSync(join(project, 'node_modules', '.bin', 'gemma4'),
                           ['generate', '--model', 'demo', '--prompt', 'Hello', '--max-new-tokens', '3', '--backend', 'cpu',
-                           '--json'], { cwd: project, encoding: 'utf8', timeout: 120_000 });
+                           '--json'], { cwd: project, encoding: 'utf8', timeout: 120_000, env: { ...process.env, G4_WASM: '' } });
     assert.equal(cli.status, 0, `gemma4 generate exited with ${cli.status}:\n${cli.stderr}`);
     assert.equal(JSON.parse(cli.stdout.trim().split('\n').pop()).tokens.length, 3, cli.stdout);
   } finally {
