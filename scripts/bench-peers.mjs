@@ -70,7 +70,7 @@ if (only.has('ours')) {
 }
 if (only.has('transformers')) {
   const out = run('transformers', 'python3', [join(root, 'tools', 'reference', 'bench_transformers.py'), '--model', bf16,
-                  '--assistant', assistant, '--prompt-tokens', P, '--decode-tokens', String(Math.min(Number(D), 32)), '--reps', '2']);
+                  '--assistant', assistant, '--prompt-tokens', P, '--decode-tokens', String(Math.min(Number(D), 32)), '--reps', '3']);
   rows.push(...parseTransformers(out));
 }
 if (only.has('llama')) {

@@ -12,7 +12,8 @@ checkpoint folders that `gemma4 synth` writes, on the GPU, bf16. Prints one JSON
   model for it) and, with --compile, also under torch.compile;
 - assisted: generate(assistant_model=...) with the assistant drafting 2 tokens a round (constant
   schedule, set on the assistant's generation_config), greedy, each attention implementation.
-Each figure is the median of a few runs after a warm-up, with the GPU synchronised around it.
+Each figure is the median of a few runs after a warm-up (untimed calls until the GPU has been
+busy a second), with the GPU synchronised around it.
 """
 import argparse
 import json
@@ -29,9 +30,15 @@ def say(**kv):
     print(json.dumps(kv), flush=True)
 
 
-def timed(fn, reps):
+def timed(fn, reps, warm_s=1.0):
+    # Untimed calls until the GPU has been busy for warm_s: a GPU left idle runs at a low clock
+    # for a while, which one short call (a prefill is tens of milliseconds) does not cover.
+    start = time.perf_counter()
     fn()
     torch.cuda.synchronize()
+    while time.perf_counter() - start < warm_s:
+        fn()
+        torch.cuda.synchronize()
     times = []
     for _ in range(reps):
         t = time.perf_counter()
