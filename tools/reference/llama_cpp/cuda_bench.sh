@@ -28,23 +28,10 @@ while [ $# -gt 0 ]; do
 done
 bench=$carried/llama-bench
 [ -x "$bench" ] || { echo "cuda_bench.sh: $bench is missing (cuda_build.sh makes it; carry its folder)" >&2; exit 1; }
-source "$here/cuda_libs.sh"
+source "$here/common.sh"
 libdirs=$(cuda_lib_dirs)
 [ -z "$libdirs" ] || export LD_LIBRARY_PATH=$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-for type in $types; do
-  gguf="$model.$type.gguf"
-  log="$model.$type.convert.log"
-  [ -f "$gguf" ] && continue
-  # As gpu_bench.sh: transformers reads the tokenizer where it can, the stand-in where it refuses.
-  if python3 "$here/to_gguf.py" --model "$model" --out "$gguf" --outtype "$type" --src "$carried/llama.cpp" > "$log" 2>&1; then
-    with=transformers
-  else
-    python3 "$here/to_gguf.py" --model "$model" --out "$gguf" --outtype "$type" --src "$carried/llama.cpp" --standin >> "$log" 2>&1 ||
-      { echo "cuda_bench.sh: converting $model to $type failed (its log: $log):" >&2; tail -20 "$log" >&2; exit 1; }
-    with="the stand-in"
-  fi
-  echo "{\"converted\": \"$gguf\", \"with\": \"$with\", \"llama_cpp\": \"$(cat "$carried/llama.cpp/COMMIT" 2>/dev/null || true)\"}"
-done
+for type in $types; do make_gguf cuda_bench.sh "$model" "$type" "$carried/llama.cpp"; done
 ok=0
 for type in $types; do
   for fa in off on; do

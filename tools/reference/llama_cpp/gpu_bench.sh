@@ -17,23 +17,9 @@ if [ "${1:-}" = --types ]; then types=${2//,/ }; shift 2; fi
 peer=/tmp/llama-gpu
 [ -f "$peer/env.sh" ] || { echo "gpu_bench.sh: $peer/env.sh is missing (unpack.sh every part first)" >&2; exit 1; }
 source "$peer/env.sh"
+source "$here/common.sh"
 say() { echo "{\"$1\": \"$2\"}"; }
-for type in $types; do
-  gguf="$model.$type.gguf"
-  log="$model.$type.convert.log"
-  # transformers reads the tokenizer where it can; where it refuses, the stand-in reads it (the
-  # tokens' ids are all the peer uses), and the line says so with transformers' last words.
-  if [ ! -f "$gguf" ]; then
-    if python3 "$here/to_gguf.py" --model "$model" --out "$gguf" --outtype "$type" --src "$peer/llama.cpp" > "$log" 2>&1; then
-      echo "{\"converted\": \"$gguf\", \"with\": \"transformers\"}"
-    else
-      why=$(grep -v '^to_gguf.py:' "$log" | tail -1 | tr -d '"\\' | cut -c1-200)
-      python3 "$here/to_gguf.py" --model "$model" --out "$gguf" --outtype "$type" --src "$peer/llama.cpp" --standin >> "$log" 2>&1 ||
-        { tail -20 "$log" >&2; exit 1; }
-      echo "{\"converted\": \"$gguf\", \"with\": \"the stand-in\", \"transformers_failed\": \"$why\"}"
-    fi
-  fi
-done
+for type in $types; do make_gguf gpu_bench.sh "$model" "$type" "$peer/llama.cpp"; done
 first=$(set -- $types; echo "$1")
 start=$SECONDS
 if node "$here/bench.mjs" --gguf "$model.$first.gguf" --gpu cuda --modules "$peer/node_modules" --reps 1 \

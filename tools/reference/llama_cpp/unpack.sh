@@ -24,7 +24,7 @@ if [ ! -d "$dest/node_modules" ]; then
   mv "$dest/unpacking/node_modules" "$dest/node_modules"
   rm -rf "$dest/unpacking" "$dest/peer.tar.zst" "$dest"/parts/peer.tar.zst.*
 fi
-source "$(dirname "$0")/cuda_libs.sh"
+source "$(dirname "$0")/common.sh"
 libdirs=$(cuda_lib_dirs)
 {
   [ -z "$libdirs" ] || echo "export LD_LIBRARY_PATH=$libdirs\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
