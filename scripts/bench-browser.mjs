@@ -2,7 +2,8 @@
 // The runtime in Node (Dawn) and in headless Chromium, side by side in one run: the same mtp
 // build, model and measurements (scripts/bench-runtime.mjs) in each: load, prefill of a long
 // prompt, plain decode, decode with the assistant (a round's wall time against a plain step),
-// and the host's cost of a dispatch and of a submit-and-read round trip.
+// and the host's cost of a dispatch (each of the runtime's three calls a dispatch, their submit,
+// and what the bridge adds) and of a submit-and-read round trip.
 //   node scripts/bench-browser.mjs --model DIR --assistant DIR [--tokenizer FILE]
 //        [--prompt-tokens N] [--decode-tokens N] [--reps N] [--only node|browser]
 //        [--chromium PATH] [--gpu] [--chromium-flag FLAG]... [--wasm FILE]... [--gpu-validation on|off]
@@ -27,7 +28,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BUILDS, ROOT, verifyManifest } from './manifest.mjs';
 import { serve } from './serve.mjs';
-import { benchRuntime, dispatchCost } from './bench-runtime.mjs';
+import { benchRuntime, bridgeCost, dispatchCost } from './bench-runtime.mjs';
 import { dawnInstance } from '../web/dawn_toggles.mjs';
 
 const OFFLINE_FLAGS = ['--enable-unsafe-webgpu', '--no-sandbox', '--disable-quic', '--no-first-run',
@@ -118,7 +119,7 @@ const submitLabel = (n) => (n ? `, ${n} a submit` : '');
 async function inNode(wasm, submitDispatches) {
   const webgpu = await import('webgpu');
   Object.assign(globalThis, webgpu.globals);
-  const dispatch = await dispatchCost(dawnInstance(webgpu, { validation: validation === 'on' }));
+  const dispatch = { ...await dispatchCost(dawnInstance(webgpu, { validation: validation === 'on' })), ...bridgeCost() };
   const mod = await import(pathToFileURL(join(dist, `${mtp.file}.mjs`)).href);
   const factory = Object.values(mod).find((f) => typeof f === 'function');
   const factoryOptions = { ...(wasm ? { wasm } : {}), ...(validation === 'off' ? { gpuValidation: false } : {}),
@@ -155,10 +156,10 @@ async function inBrowser() {
     page.on('pageerror', (e) => console.error(`[page error] ${e.message}`));
     await page.goto(`${base}/bench/`);
     const results = await page.evaluate(async ({ base, build, tokenizer, measure, gpu, submits }) => {
-      const { benchRuntime, dispatchCost } = await import(`${base}/scripts/bench-runtime.mjs`);
+      const { benchRuntime, bridgeCost, dispatchCost } = await import(`${base}/scripts/bench-runtime.mjs`);
       const mod = await import(`${base}/dist/${build}.mjs`);
       const factory = Object.values(mod).find((f) => typeof f === 'function');
-      const dispatch = await dispatchCost(navigator.gpu);
+      const dispatch = { ...await dispatchCost(navigator.gpu), ...bridgeCost() };
       if (gpu && dispatch.software) throw new Error(`Chromium gave a software adapter (${dispatch.adapter}), not a GPU`);
       const out = [];
       for (const submitDispatches of submits) {
@@ -205,6 +206,12 @@ if (parsed.values.json) {
     console.log(`${r.where}: adapter ${r.adapter} [${r.features.join(', ')}]${clock}\n` +
       `  dispatch: encode ${r.encode_us_per_dispatch.toFixed(2)} us, pass ${r.pass_us_per_dispatch.toFixed(2)} us a dispatch; ` +
       `submit-and-read ${r.round_trip_us.toFixed(0)} us\n` +
+      `  the runtime's dispatches: setPipeline ${r.set_pipeline_us.toFixed(2)}, setBindGroup ${r.set_bind_group_us.toFixed(2)} ` +
+      `(a group a slot: ${r.set_bind_group_per_slot_us.toFixed(2)}, made in ${r.create_bind_group_us.toFixed(1)}), ` +
+      `dispatchWorkgroups ${r.dispatch_call_us.toFixed(2)} us a call; the three ${r.pattern_encode_us_per_dispatch.toFixed(2)} us, ` +
+      `their submit ${r.pattern_submit_us_per_dispatch.toFixed(2)} us a dispatch\n` +
+      `  the bridge's hand-over of a decode step's shape: ${r.bridge_device_us_per_dispatch.toFixed(2)} us a dispatch, ` +
+      `of which its own work ${r.bridge_us_per_dispatch.toFixed(2)} us\n` +
       `  load ${r.load_s.toFixed(1)} s; prefill ${r.prefill_tokens_per_s.toFixed(0)} tok/s (${r.prompt_tokens} tokens); ` +
       `decode ${r.decode_tokens_per_s.toFixed(1)} tok/s (step ${r.step_ms.toFixed(2)} ms)\n` +
       `  with the assistant (K=${r.draft_tokens}): ${r.mtp_tokens_per_s.toFixed(1)} tok/s, ${r.rounds} rounds of ` +

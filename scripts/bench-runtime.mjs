@@ -1,13 +1,20 @@
 // The measurements scripts/bench-browser.mjs makes, written once for both places it makes them:
 // Node (Dawn) and a browser page. Nothing here imports a Node module.
 import { requestAdapter } from '../web/adapter.mjs';
+import { createGpuImports } from '../web/gpu_bridge.mjs';
 //
 // benchRuntime: one load of a model and its assistant through an mtp build's factory, then
 // greedy requests that each measure one thing: prefill of a long prompt, plain decode, and
 // decode with the assistant (its rounds' wall time against plain steps). Every figure is wall
 // time as a page sees it: the GPU's work, the host's dispatches and the reads together.
 // dispatchCost: the host's cost of a dispatch on a device of its own (encoding a pass of many
-// small dispatches, and the pass done), and a submit-and-read round trip.
+// small dispatches, and the pass done), and a submit-and-read round trip; then the runtime's own
+// pattern (web/gpu_bridge.mjs: a pipeline switch, a bind group at the dispatch's dynamic uniform
+// offset and a dispatch), each of its three calls timed alone, and the submit of such a pass; and
+// for comparison a bind group made for each uniform slot: setting it, and making it.
+// Then web/gpu_bridge.mjs's whole hand-over of lists shaped as a decode step's, a dispatch.
+// bridgeCost: what web/gpu_bridge.mjs itself adds to a dispatch, on a stand-in device whose calls
+// do nothing.
 
 const best = (xs) => Math.min(...xs);
 
@@ -119,6 +126,8 @@ export async function dispatchCost(gpu, { dispatches = 2048, reps = 5, trips = 5
       staging.unmap();
     }
     const tripUs = (1000 * (performance.now() - t0)) / trips;
+    const calls = runtimePattern(device, dispatches, reps);
+    const handOver = await bridgeOnDevice(device);
     const info = adapter.info ?? {};
     const name = [info.vendor, info.architecture, info.device, info.description].filter(Boolean).join(' / ') || 'unknown';
     return {
@@ -128,8 +137,184 @@ export async function dispatchCost(gpu, { dispatches = 2048, reps = 5, trips = 5
       encode_us_per_dispatch: best(encodeUs),
       pass_us_per_dispatch: best(totalUs),
       round_trip_us: tripUs,
+      ...calls,
+      bridge_device_us_per_dispatch: handOver,
     };
   } finally {
     device.destroy();
   }
+}
+
+// The bridge's layout in small: a read-write buffer and a uniform slot at a dynamic offset.
+const PATTERN_KERNEL = (k) => `
+@group(0) @binding(0) var<storage, read_write> count: array<u32>;
+@group(0) @binding(1) var<uniform> slot: vec4<u32>;
+@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) id: vec3u) {
+  if (id.x == 0u) { count[slot.x] += ${k}u; }
+}`;
+const SLOT = 256;  // bytes a dispatch's uniform slot takes, as the bridge's
+
+// Microseconds a call, the best of reps passes of n calls each, in the runtime's pattern:
+// setPipeline (two pipelines in turn), setBindGroup of one group at the next slot's dynamic offset
+// (the typed-array form), dispatchWorkgroups, the three together, and the submit of a pass of n
+// dispatches so made, a dispatch. For comparison: setBindGroup of a group made for each slot (its
+// uniform at the slot's offset, no dynamic offset), and making such a group.
+function runtimePattern(device, n, reps) {
+  const entries = (dynamic) => [
+    { binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'storage' } },
+    { binding: 1, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'uniform', hasDynamicOffset: dynamic } }];
+  const layouts = [true, false].map((dynamic) => device.createBindGroupLayout({ entries: entries(dynamic) }));
+  const pipelines = layouts.map((layout) => [1, 2].map((k) => device.createComputePipeline({
+    layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }),
+    compute: { module: device.createShaderModule({ code: PATTERN_KERNEL(k) }), entryPoint: 'main' } })));
+  const count = device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE });
+  const slots = device.createBuffer({ size: SLOT * n, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+  const group = (layout, offset) => device.createBindGroup({ layout, entries: [
+    { binding: 0, resource: { buffer: count } }, { binding: 1, resource: { buffer: slots, offset, size: 16 } }] });
+  const dynamicGroup = group(layouts[0], 0);
+  const t0 = performance.now();
+  const slotGroups = Array.from({ length: n }, (_, i) => group(layouts[1], i * SLOT));
+  const createUs = (1000 * (performance.now() - t0)) / n;
+  const offsets = new Uint32Array(n).map((_, i) => i * SLOT);
+  const time = (body, { submit = false, perSlot = false } = {}) => {
+    const us = [];
+    for (let r = 0; r < reps + 1; r++) {
+      const enc = device.createCommandEncoder();
+      const pass = enc.beginComputePass();
+      pass.setPipeline(pipelines[perSlot ? 1 : 0][0]);
+      if (perSlot) pass.setBindGroup(0, slotGroups[0]);
+      else pass.setBindGroup(0, dynamicGroup, offsets, 0, 1);
+      const t0 = performance.now();
+      body(pass);
+      const t1 = performance.now();
+      pass.end();
+      const buffer = enc.finish();
+      const t2 = performance.now();
+      device.queue.submit([buffer]);
+      const t3 = performance.now();
+      if (r > 0) us.push((1000 * (submit ? t3 - t2 : t1 - t0)) / n);  // the first warms
+    }
+    return best(us);
+  };
+  const pattern = (pass) => {
+    for (let i = 0; i < n; i++) {
+      pass.setPipeline(pipelines[0][i & 1]);
+      pass.setBindGroup(0, dynamicGroup, offsets, i, 1);
+      pass.dispatchWorkgroups(1);
+    }
+  };
+  return {
+    set_pipeline_us: time((pass) => { for (let i = 0; i < n; i++) pass.setPipeline(pipelines[0][i & 1]); }),
+    set_bind_group_us: time((pass) => { for (let i = 0; i < n; i++) pass.setBindGroup(0, dynamicGroup, offsets, i, 1); }),
+    dispatch_call_us: time((pass) => { for (let i = 0; i < n; i++) pass.dispatchWorkgroups(1); }),
+    pattern_encode_us_per_dispatch: time(pattern),
+    pattern_submit_us_per_dispatch: time(pattern, { submit: true }),
+    set_bind_group_per_slot_us: time((pass) => { for (let i = 0; i < n; i++) pass.setBindGroup(0, slotGroups[i]); },
+                                     { perSlot: true }),
+    create_bind_group_us: createUs,
+  };
+}
+
+// A bridge (web/gpu_bridge.mjs's createGpuImports, or `imports`: another version of it) on `device`, configured with the module's wire format
+// (src/backend/webgpu/wire.h), with 60 weight buffers, 24 kernels of `kernel(k)`'s text and a
+// command list of `dispatches` dispatches shaped as a decode step's (the kernels in turn, one or
+// two weight buffers, 18 parameter words), in submits of `submitDispatches`. submit() hands it
+// over once.
+function stepBridge(device, dispatches, kernel, imports = createGpuImports, submitDispatches = 4096) {
+  const memory = new WebAssembly.Memory({ initial: 2 });
+  const words = new Uint32Array(memory.buffer), bytes = new Uint8Array(memory.buffer);
+  const gpu = imports(device, () => memory, {}, { submitDispatches });
+  const names = 'kernel weights weightSlots groupsX groupsY paramWords headerWords maxParamWords arenaBinding paramsBinding firstWeightBinding';
+  const layout = [0, 1, 4, 5, 6, 7, 8, 32, 0, 1, 2];
+  words.set(layout, 0);
+  bytes.set(new TextEncoder().encode(names), 64);
+  gpu.configure(0, layout.length, 64, names.length);
+  const buffers = [gpu.create_buffer(1 << 16, 0)];  // the arena
+  const weights = Array.from({ length: 60 }, () => gpu.create_buffer(1024, 1));
+  buffers.push(...weights);
+  for (let k = 1; k <= 24; k++) {
+    const code = new TextEncoder().encode(kernel(k)), name = new TextEncoder().encode(`k${k}`);
+    bytes.set(code, 65536);
+    bytes.set(name, 1024);
+    gpu.register_kernel(k, 65536, code.length, 1024, name.length);
+  }
+  const start = 2048, params = 18;  // words
+  let p = start;
+  for (let i = 0; i < dispatches; i++) {
+    words.set([1 + (i * 7) % 24, weights[(i * 3) % 60], i % 3 ? 0 : weights[(i * 5) % 60], 0, 0, 1, 1, params], p);
+    words.fill(0, p + 8, p + 8 + params);
+    p += 8 + params;
+  }
+  if (4 * p > 65536) throw new Error(`bridgeCost: ${dispatches} dispatches do not fit its memory`);
+  return {
+    gpu,
+    submit: () => gpu.submit(4 * start, p - start),
+    dispose: () => {
+      for (const id of buffers) gpu.destroy_buffer(id);
+      gpu.dispose();
+    },
+  };
+}
+
+// A kernel of the module's bind group layout that does nothing at run time.
+const STEP_KERNEL = (k) => `
+@group(0) @binding(0) var<storage, read_write> A: array<u32>;
+@group(0) @binding(1) var<uniform> P: array<vec4<u32>, 8>;
+@group(0) @binding(2) var<storage, read> W1: array<u32>;
+@group(0) @binding(3) var<storage, read> W2: array<u32>;
+@group(0) @binding(4) var<storage, read> W3: array<u32>;
+@group(0) @binding(5) var<storage, read> W4: array<u32>;
+@compute @workgroup_size(32) fn main(@builtin(global_invocation_id) id: vec3u) {
+  if (id.x == 4096u) { A[P[0].x] = W1[0] + W2[0] + W3[0] + W4[0] + ${k}u; }
+}`;
+
+// The bridge's whole hand-over on `device`, microseconds a dispatch: the median of reps lists of
+// a decode step's shape (stepBridge), each in one submit (or submits of `submitDispatches`), the
+// GPU's work waited for before the next list (its kernels do nothing), so that a GPU on the host's
+// own cores (a software adapter) does not share them with the hand-over timed. `imports`: another
+// version of createGpuImports.
+export async function bridgeOnDevice(device, { dispatches = 307, reps = 40, imports, submitDispatches } = {}) {
+  const b = stepBridge(device, dispatches, STEP_KERNEL, imports, submitDispatches);
+  try {
+    const us = [];
+    for (let r = 0; r < reps + 1; r++) {
+      const t0 = performance.now();
+      b.submit();
+      const t = performance.now() - t0;
+      await device.queue.onSubmittedWorkDone();
+      if (b.gpu.lastError()) throw b.gpu.lastError();
+      if (r > 0) us.push((1000 * t) / dispatches);  // the first makes the bind groups
+    }
+    return us.sort((x, y) => x - y)[us.length >> 1];
+  } finally {
+    b.dispose();
+  }
+}
+
+// The bridge's own microseconds a dispatch: lists of a decode step's shape (stepBridge) on a
+// stand-in device whose calls only count; the best of reps runs of `lists` lists. Also the
+// device calls a dispatch (3 here: a pipeline, a bind group, the dispatch).
+export function bridgeCost({ dispatches = 307, lists = 200, reps = 3 } = {}) {
+  let calls = 0;
+  const pass = { setPipeline() { calls++; }, setBindGroup() { calls++; }, dispatchWorkgroups() { calls++; }, end() {} };
+  const device = {
+    features: new Set(), limits: {}, adapterInfo: {},
+    createBuffer: ({ size }) => ({ size, destroy() {} }),
+    createBindGroupLayout: () => ({}), createPipelineLayout: () => ({}), createBindGroup: () => ({}),
+    createShaderModule: () => ({}), createComputePipeline: () => ({}), createQuerySet: () => ({ destroy() {} }),
+    pushErrorScope() {}, popErrorScope: () => Promise.resolve(null),
+    createCommandEncoder: () => ({ beginComputePass: () => pass, finish: () => ({}), copyBufferToBuffer() {} }),
+    queue: { writeBuffer() {}, submit() {} },
+  };
+  const b = stepBridge(device, dispatches, () => '');
+  const us = [];
+  for (let r = 0; r < reps + 1; r++) {
+    calls = 0;
+    const t0 = performance.now();
+    for (let l = 0; l < lists; l++) b.submit();
+    if (r > 0) us.push((1000 * (performance.now() - t0)) / (lists * dispatches));
+    if (b.gpu.lastError()) throw b.gpu.lastError();
+  }
+  b.dispose();
+  return { bridge_us_per_dispatch: best(us), device_calls_per_dispatch: calls / (lists * dispatches) };
 }

@@ -27,10 +27,16 @@ test('the Node side measures prefill, plain decode and K=2 rounds', () => {
   assert.equal(row.draft_tokens, 2);
   assert.ok(row.rounds >= 1 && row.rounds <= 5, `${row.rounds} rounds for 5 tokens after the first`);
   for (const k of ['prefill_tokens_per_s', 'decode_tokens_per_s', 'step_ms', 'mtp_tokens_per_s', 'round_ms',
-                   'round_per_step', 'encode_us_per_dispatch', 'pass_us_per_dispatch', 'round_trip_us']) {
+                   'round_per_step', 'encode_us_per_dispatch', 'pass_us_per_dispatch', 'round_trip_us',
+                   'set_pipeline_us', 'set_bind_group_us', 'set_bind_group_per_slot_us', 'create_bind_group_us', 'dispatch_call_us',
+                   'pattern_encode_us_per_dispatch', 'pattern_submit_us_per_dispatch', 'bridge_us_per_dispatch',
+                   'bridge_device_us_per_dispatch']) {
     assert.ok(Number.isFinite(row[k]) && row[k] > 0, `${k} = ${row[k]}`);
   }
   assert.ok(Math.abs(row.round_per_step - row.round_ms / row.step_ms) < 1e-9);
+  // The bridge makes three device calls a dispatch of the stand-in list (every kernel differs
+  // from the one before): a pipeline, a bind group, the dispatch.
+  assert.equal(row.device_calls_per_dispatch, 3);
 });
 
 test('bad options are refused, naming the option', () => {
