@@ -193,29 +193,31 @@ for (const [name, run] of runs) {
     rows.push({ where: name, error: e.message });
   }
 }
+// A row as text; made for every row in both output modes, so that a figure a row lacks fails
+// the run either way.
+const rowText = (r) => {
+  if (r.error) return `${r.where}: failed: ${r.error}`;
+  const clock = r.isolated === false ? ' (the page\'s clock is coarse: not cross-origin isolated)' : '';
+  return `${r.where}: adapter ${r.adapter} [${r.features.join(', ')}]${clock}\n` +
+    `  dispatch (one pipeline, one group): encode and submit ${r.encode_us_per_dispatch.toFixed(2)} us, pass ` +
+    `${r.pass_us_per_dispatch.toFixed(2)} us a dispatch; submit-and-read ${r.round_trip_us.toFixed(0)} us\n` +
+    `  the runtime's dispatches (best of each): setPipeline ${r.set_pipeline_us.toFixed(2)}, setBindGroup ` +
+    `${r.set_bind_group_us.toFixed(2)} (a group a slot: ${r.set_bind_group_per_slot_us.toFixed(2)}, made in ` +
+    `${r.create_bind_group_us.toFixed(1)}), dispatchWorkgroups ${r.dispatch_call_us.toFixed(2)} us a call; the three ` +
+    `${r.pattern_encode_us_per_dispatch.toFixed(2)} us, their submit ${r.pattern_submit_us_per_dispatch.toFixed(2)} us a dispatch\n` +
+    `  the bridge's hand-over of a decode step's shape, in submits of ${r.bridge_submit_dispatches}: ` +
+    `${r.bridge_device_us_per_dispatch.toFixed(2)} us a dispatch (median); its own work on a stand-in device ` +
+    `${r.bridge_us_per_dispatch.toFixed(2)} us (best), ${r.device_calls_per_dispatch} device calls a dispatch\n` +
+    `  load ${r.load_s.toFixed(1)} s; prefill ${r.prefill_tokens_per_s.toFixed(0)} tok/s (${r.prompt_tokens} tokens); ` +
+    `decode ${r.decode_tokens_per_s.toFixed(1)} tok/s (step ${r.step_ms.toFixed(2)} ms)\n` +
+    `  with the assistant (K=${r.draft_tokens}): ${r.mtp_tokens_per_s.toFixed(1)} tok/s, ${r.rounds} rounds of ` +
+    `${r.round_ms.toFixed(2)} ms = ${r.round_per_step.toFixed(3)}x a step, acceptance ${(100 * r.acceptance_rate).toFixed(1)}%`;
+};
+const texts = rows.map(rowText);
 if (parsed.values.json) {
   console.log(JSON.stringify({ model, assistant, flags: rows.some((r) => r.where.startsWith('chromium')) ? flags : [], rows }));
 } else {
   console.log(`model ${model}, assistant ${assistant}; ${measure.promptTokens} prompt tokens, ${measure.decodeTokens} decoded, best of ${measure.reps}`);
-  for (const r of rows) {
-    if (r.error) {
-      console.log(`${r.where}: failed: ${r.error}`);
-      continue;
-    }
-    const clock = r.isolated === false ? ' (the page\'s clock is coarse: not cross-origin isolated)' : '';
-    console.log(`${r.where}: adapter ${r.adapter} [${r.features.join(', ')}]${clock}\n` +
-      `  dispatch: encode ${r.encode_us_per_dispatch.toFixed(2)} us, pass ${r.pass_us_per_dispatch.toFixed(2)} us a dispatch; ` +
-      `submit-and-read ${r.round_trip_us.toFixed(0)} us\n` +
-      `  the runtime's dispatches: setPipeline ${r.set_pipeline_us.toFixed(2)}, setBindGroup ${r.set_bind_group_us.toFixed(2)} ` +
-      `(a group a slot: ${r.set_bind_group_per_slot_us.toFixed(2)}, made in ${r.create_bind_group_us.toFixed(1)}), ` +
-      `dispatchWorkgroups ${r.dispatch_call_us.toFixed(2)} us a call; the three ${r.pattern_encode_us_per_dispatch.toFixed(2)} us, ` +
-      `their submit ${r.pattern_submit_us_per_dispatch.toFixed(2)} us a dispatch\n` +
-      `  the bridge's hand-over of a decode step's shape: ${r.bridge_device_us_per_dispatch.toFixed(2)} us a dispatch, ` +
-      `of which its own work ${r.bridge_us_per_dispatch.toFixed(2)} us\n` +
-      `  load ${r.load_s.toFixed(1)} s; prefill ${r.prefill_tokens_per_s.toFixed(0)} tok/s (${r.prompt_tokens} tokens); ` +
-      `decode ${r.decode_tokens_per_s.toFixed(1)} tok/s (step ${r.step_ms.toFixed(2)} ms)\n` +
-      `  with the assistant (K=${r.draft_tokens}): ${r.mtp_tokens_per_s.toFixed(1)} tok/s, ${r.rounds} rounds of ` +
-      `${r.round_ms.toFixed(2)} ms = ${r.round_per_step.toFixed(3)}x a step, acceptance ${(100 * r.acceptance_rate).toFixed(1)}%`);
-  }
+  for (const t of texts) console.log(t);
 }
 process.exit(rows.some((r) => r.error) ? 1 : 0);

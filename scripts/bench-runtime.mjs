@@ -1,7 +1,7 @@
 // The measurements scripts/bench-browser.mjs makes, written once for both places it makes them:
 // Node (Dawn) and a browser page. Nothing here imports a Node module.
 import { requestAdapter } from '../web/adapter.mjs';
-import { createGpuImports } from '../web/gpu_bridge.mjs';
+import { createGpuImports, SUBMIT_DISPATCHES } from '../web/gpu_bridge.mjs';
 //
 // benchRuntime: one load of a model and its assistant through an mtp build's factory, then
 // greedy requests that each measure one thing: prefill of a long prompt, plain decode, and
@@ -12,7 +12,8 @@ import { createGpuImports } from '../web/gpu_bridge.mjs';
 // pattern (web/gpu_bridge.mjs: a pipeline switch, a bind group at the dispatch's dynamic uniform
 // offset and a dispatch), each of its three calls timed alone, and the submit of such a pass; and
 // for comparison a bind group made for each uniform slot: setting it, and making it.
-// Then web/gpu_bridge.mjs's whole hand-over of lists shaped as a decode step's, a dispatch.
+// Then web/gpu_bridge.mjs's whole hand-over of lists shaped as a decode step's, a dispatch, in
+// the runtime's submits (or submitDispatches').
 // bridgeCost: what web/gpu_bridge.mjs itself adds to a dispatch, on a stand-in device whose calls
 // do nothing.
 
@@ -87,7 +88,7 @@ const KERNEL = `
 }`;
 
 // gpu: navigator.gpu, or Dawn's in Node. dispatches: how many a pass encodes.
-export async function dispatchCost(gpu, { dispatches = 2048, reps = 5, trips = 50 } = {}) {
+export async function dispatchCost(gpu, { dispatches = 2048, reps = 5, trips = 50, submitDispatches = SUBMIT_DISPATCHES } = {}) {
   const adapter = await requestAdapter(gpu, { powerPreference: 'high-performance' });
   if (!adapter) throw new Error('dispatchCost: no WebGPU adapter');
   const device = await adapter.requestDevice();
@@ -126,8 +127,8 @@ export async function dispatchCost(gpu, { dispatches = 2048, reps = 5, trips = 5
       staging.unmap();
     }
     const tripUs = (1000 * (performance.now() - t0)) / trips;
-    const calls = runtimePattern(device, dispatches, reps);
-    const handOver = await bridgeOnDevice(device);
+    const calls = await runtimePattern(device, dispatches, reps);
+    const handOver = await bridgeOnDevice(device, { submitDispatches });
     const info = adapter.info ?? {};
     const name = [info.vendor, info.architecture, info.device, info.description].filter(Boolean).join(' / ') || 'unknown';
     return {
@@ -139,124 +140,22 @@ export async function dispatchCost(gpu, { dispatches = 2048, reps = 5, trips = 5
       round_trip_us: tripUs,
       ...calls,
       bridge_device_us_per_dispatch: handOver,
+      bridge_submit_dispatches: submitDispatches,
     };
   } finally {
     device.destroy();
   }
 }
 
-// The bridge's layout in small: a read-write buffer and a uniform slot at a dynamic offset.
-const PATTERN_KERNEL = (k) => `
-@group(0) @binding(0) var<storage, read_write> count: array<u32>;
-@group(0) @binding(1) var<uniform> slot: vec4<u32>;
-@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) id: vec3u) {
-  if (id.x == 0u) { count[slot.x] += ${k}u; }
-}`;
-const SLOT = 256;  // bytes a dispatch's uniform slot takes, as the bridge's
-
-// Microseconds a call, the best of reps passes of n calls each, in the runtime's pattern:
-// setPipeline (two pipelines in turn), setBindGroup of one group at the next slot's dynamic offset
-// (the typed-array form), dispatchWorkgroups, the three together, and the submit of a pass of n
-// dispatches so made, a dispatch. For comparison: setBindGroup of a group made for each slot (its
-// uniform at the slot's offset, no dynamic offset), and making such a group.
-function runtimePattern(device, n, reps) {
-  const entries = (dynamic) => [
-    { binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'storage' } },
-    { binding: 1, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'uniform', hasDynamicOffset: dynamic } }];
-  const layouts = [true, false].map((dynamic) => device.createBindGroupLayout({ entries: entries(dynamic) }));
-  const pipelines = layouts.map((layout) => [1, 2].map((k) => device.createComputePipeline({
-    layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }),
-    compute: { module: device.createShaderModule({ code: PATTERN_KERNEL(k) }), entryPoint: 'main' } })));
-  const count = device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE });
-  const slots = device.createBuffer({ size: SLOT * n, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
-  const group = (layout, offset) => device.createBindGroup({ layout, entries: [
-    { binding: 0, resource: { buffer: count } }, { binding: 1, resource: { buffer: slots, offset, size: 16 } }] });
-  const dynamicGroup = group(layouts[0], 0);
-  const t0 = performance.now();
-  const slotGroups = Array.from({ length: n }, (_, i) => group(layouts[1], i * SLOT));
-  const createUs = (1000 * (performance.now() - t0)) / n;
-  const offsets = new Uint32Array(n).map((_, i) => i * SLOT);
-  const time = (body, { submit = false, perSlot = false } = {}) => {
-    const us = [];
-    for (let r = 0; r < reps + 1; r++) {
-      const enc = device.createCommandEncoder();
-      const pass = enc.beginComputePass();
-      pass.setPipeline(pipelines[perSlot ? 1 : 0][0]);
-      if (perSlot) pass.setBindGroup(0, slotGroups[0]);
-      else pass.setBindGroup(0, dynamicGroup, offsets, 0, 1);
-      const t0 = performance.now();
-      body(pass);
-      const t1 = performance.now();
-      pass.end();
-      const buffer = enc.finish();
-      const t2 = performance.now();
-      if (submit) device.queue.submit([buffer]);  // else dropped: only the encoding is timed
-      const t3 = performance.now();
-      if (r > 0) us.push((1000 * (submit ? t3 - t2 : t1 - t0)) / n);  // the first warms
-    }
-    return best(us);
-  };
-  const pattern = (pass) => {
-    for (let i = 0; i < n; i++) {
-      pass.setPipeline(pipelines[0][i & 1]);
-      pass.setBindGroup(0, dynamicGroup, offsets, i, 1);
-      pass.dispatchWorkgroups(1);
-    }
-  };
-  return {
-    set_pipeline_us: time((pass) => { for (let i = 0; i < n; i++) pass.setPipeline(pipelines[0][i & 1]); }),
-    set_bind_group_us: time((pass) => { for (let i = 0; i < n; i++) pass.setBindGroup(0, dynamicGroup, offsets, i, 1); }),
-    dispatch_call_us: time((pass) => { for (let i = 0; i < n; i++) pass.dispatchWorkgroups(1); }),
-    pattern_encode_us_per_dispatch: time(pattern),
-    pattern_submit_us_per_dispatch: time(pattern, { submit: true }),
-    set_bind_group_per_slot_us: time((pass) => { for (let i = 0; i < n; i++) pass.setBindGroup(0, slotGroups[i]); },
-                                     { perSlot: true }),
-    create_bind_group_us: createUs,
-  };
-}
-
-// A bridge (web/gpu_bridge.mjs's createGpuImports, or `imports`: another version of it) on `device`, configured with the module's wire format
-// (src/backend/webgpu/wire.h), with 60 weight buffers, 8 kernels of `kernel(k)`'s text and a
-// command list of `dispatches` dispatches shaped as a decode step's (the kernels in turn, one or
-// two weight buffers, 18 parameter words), in submits of `submitDispatches`. submit() hands it
-// over once.
-function stepBridge(device, dispatches, kernel, imports = createGpuImports, submitDispatches = 4096) {
-  const memory = new WebAssembly.Memory({ initial: 2 });
-  const words = new Uint32Array(memory.buffer), bytes = new Uint8Array(memory.buffer);
-  const gpu = imports(device, () => memory, {}, { submitDispatches });
-  const names = 'kernel weights weightSlots groupsX groupsY paramWords headerWords maxParamWords arenaBinding paramsBinding firstWeightBinding';
-  const layout = [0, 1, 4, 5, 6, 7, 8, 32, 0, 1, 2];
-  words.set(layout, 0);
-  bytes.set(new TextEncoder().encode(names), 64);
-  gpu.configure(0, layout.length, 64, names.length);
-  const buffers = [gpu.create_buffer(1 << 16, 0)];  // the arena
-  const weights = Array.from({ length: 60 }, () => gpu.create_buffer(1024, 1));
-  buffers.push(...weights);
-  for (let k = 1; k <= 8; k++) {
-    const code = new TextEncoder().encode(kernel(k)), name = new TextEncoder().encode(`k${k}`);
-    bytes.set(code, 65536);
-    bytes.set(name, 1024);
-    gpu.register_kernel(k, 65536, code.length, 1024, name.length);
-  }
-  const start = 2048, params = 18;  // words
-  let p = start;
-  for (let i = 0; i < dispatches; i++) {
-    words.set([1 + (i * 3) % 8, weights[(i * 3) % 60], i % 3 ? 0 : weights[(i * 5) % 60], 0, 0, 1, 1, params], p);
-    words.fill(0, p + 8, p + 8 + params);
-    p += 8 + params;
-  }
-  if (4 * p > 65536) throw new Error(`bridgeCost: ${dispatches} dispatches do not fit its memory`);
-  return {
-    gpu,
-    submit: () => gpu.submit(4 * start, p - start),
-    dispose: () => {
-      for (const id of buffers) gpu.destroy_buffer(id);
-      gpu.dispose();
-    },
-  };
-}
-
-// A kernel of the module's bind group layout that does nothing at run time.
+// The module's bind group layout (src/backend/webgpu/wire.h): the arena (read-write storage),
+// the parameters' uniform slot, four weight buffers (read-only storage); and a kernel of it that
+// does nothing at run time.
+const WEIGHT_SLOTS = 4;
+const layoutEntries = (dynamic) => [
+  { binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'storage' } },
+  { binding: 1, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'uniform', hasDynamicOffset: dynamic } },
+  ...Array.from({ length: WEIGHT_SLOTS }, (_, i) => ({ binding: 2 + i, visibility: GPUShaderStage.COMPUTE,
+                                                       buffer: { type: 'read-only-storage' } }))];
 const STEP_KERNEL = (k) => `
 @group(0) @binding(0) var<storage, read_write> A: array<u32>;
 @group(0) @binding(1) var<uniform> P: array<vec4<u32>, 8>;
@@ -267,12 +166,152 @@ const STEP_KERNEL = (k) => `
 @compute @workgroup_size(32) fn main(@builtin(global_invocation_id) id: vec3u) {
   if (id.x == 4096u) { A[P[0].x] = W1[0] + W2[0] + W3[0] + W4[0] + ${k}u; }
 }`;
+const SLOT = 256;  // bytes a dispatch's uniform slot takes, as the bridge's
+
+// Microseconds a call in the runtime's pattern, on its bind group layout: setPipeline (two
+// pipelines in turn), setBindGroup of one group at the next slot's dynamic offset (the
+// typed-array form), dispatchWorkgroups, the three together, and the submit of a pass of n
+// dispatches so made, a dispatch; each the best of reps passes of n calls, after a whole round of
+// them untimed (a process's first calls run slower). For comparison: setBindGroup of a group
+// made for each slot (its uniform at the slot's offset, no dynamic offset), and making such a
+// group (the mean of n). The GPU's work is waited for after each submit.
+async function runtimePattern(device, n, reps) {
+  const layouts = [true, false].map((dynamic) => device.createBindGroupLayout({ entries: layoutEntries(dynamic) }));
+  const pipelines = layouts.map((layout) => [1, 2].map((k) => device.createComputePipeline({
+    layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }),
+    compute: { module: device.createShaderModule({ code: STEP_KERNEL(k) }), entryPoint: 'main' } })));
+  const arena = device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE });
+  const weights = device.createBuffer({ size: 16, usage: GPUBufferUsage.STORAGE });
+  const slots = device.createBuffer({ size: SLOT * n, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+  const group = (layout, offset) => device.createBindGroup({ layout, entries: [
+    { binding: 0, resource: { buffer: arena } }, { binding: 1, resource: { buffer: slots, offset, size: 128 } },
+    ...Array.from({ length: WEIGHT_SLOTS }, (_, i) => ({ binding: 2 + i, resource: { buffer: weights } }))] });
+  try {
+    const dynamicGroup = group(layouts[0], 0);
+    group(layouts[1], 0);  // the first group of a layout warms
+    const t0 = performance.now();
+    const slotGroups = Array.from({ length: n }, (_, i) => group(layouts[1], i * SLOT));
+    const createUs = (1000 * (performance.now() - t0)) / n;
+    const offsets = new Uint32Array(n).map((_, i) => i * SLOT);
+    const time = async (body, { submit = false, perSlot = false } = {}) => {
+      const us = [];
+      for (let r = 0; r < reps + 1; r++) {
+        const enc = device.createCommandEncoder();
+        const pass = enc.beginComputePass();
+        pass.setPipeline(pipelines[perSlot ? 1 : 0][0]);
+        if (perSlot) pass.setBindGroup(0, slotGroups[0]);
+        else pass.setBindGroup(0, dynamicGroup, offsets, 0, 1);
+        const t0 = performance.now();
+        body(pass);
+        const t1 = performance.now();
+        pass.end();
+        const buffer = enc.finish();
+        const t2 = performance.now();
+        if (submit) device.queue.submit([buffer]);  // else dropped: only the encoding is timed
+        const t3 = performance.now();
+        if (submit) await device.queue.onSubmittedWorkDone();
+        if (r > 0) us.push((1000 * (submit ? t3 - t2 : t1 - t0)) / n);  // the first warms
+      }
+      return best(us);
+    };
+    const pattern = (pass) => {
+      for (let i = 0; i < n; i++) {
+        pass.setPipeline(pipelines[0][i & 1]);
+        pass.setBindGroup(0, dynamicGroup, offsets, i, 1);
+        pass.dispatchWorkgroups(1);
+      }
+    };
+    const all = async () => ({
+      set_pipeline_us: await time((pass) => { for (let i = 0; i < n; i++) pass.setPipeline(pipelines[0][i & 1]); }),
+      set_bind_group_us: await time((pass) => { for (let i = 0; i < n; i++) pass.setBindGroup(0, dynamicGroup, offsets, i, 1); }),
+      dispatch_call_us: await time((pass) => { for (let i = 0; i < n; i++) pass.dispatchWorkgroups(1); }),
+      pattern_encode_us_per_dispatch: await time(pattern),
+      pattern_submit_us_per_dispatch: await time(pattern, { submit: true }),
+      set_bind_group_per_slot_us: await time((pass) => { for (let i = 0; i < n; i++) pass.setBindGroup(0, slotGroups[i]); },
+                                             { perSlot: true }),
+    });
+    await all();
+    return { ...await all(), create_bind_group_us: createUs };
+  } finally {
+    for (const b of [arena, weights, slots]) b.destroy();
+  }
+}
+
+// The module's wire format (src/backend/webgpu/wire.h) as configure() takes it: the names, and
+// each one's value in the same order. A dispatch is HEADER words, then its parameter words.
+const WIRE_NAMES = 'kernel weights weightSlots groupsX groupsY paramWords headerWords maxParamWords arenaBinding paramsBinding firstWeightBinding';
+const WIRE_VALUES = [0, 1, WEIGHT_SLOTS, 5, 6, 7, 8, 32, 0, 1, 2];
+const HEADER = 8, PARAMS = 18, LIST_AT = 2048, CODE_AT = 65536;  // words, words, words, bytes
+
+// A bridge (web/gpu_bridge.mjs's createGpuImports, or `imports`: another version of it) on
+// `device`, configured with the module's wire format, with 60 weight buffers, 8 kernels of
+// `kernel(k)`'s text and a command list of `dispatches` dispatches shaped as a decode step's:
+// kernel 1 + 3i mod 8 for dispatch i (so that every dispatch sets its pipeline), one or two weight
+// buffers, 18 parameter words; handed over in submits of `submitDispatches`. submit() hands the
+// list over once. Bind group and pipeline errors (asynchronous in WebGPU) are checked by check().
+function stepBridge(device, dispatches, kernel, imports = createGpuImports, submitDispatches = SUBMIT_DISPATCHES) {
+  const end = LIST_AT + dispatches * (HEADER + PARAMS);
+  if (4 * end > CODE_AT) throw new Error(`stepBridge: ${dispatches} dispatches do not fit its memory`);
+  const memory = new WebAssembly.Memory({ initial: 2 });
+  const u32 = new Uint32Array(memory.buffer), bytes = new Uint8Array(memory.buffer);
+  device.pushErrorScope('validation');
+  const pending = { promise: null };
+  const gpu = imports(device, () => memory, pending, { submitDispatches });
+  const buffers = [];
+  try {
+    u32.set(WIRE_VALUES, 0);
+    bytes.set(new TextEncoder().encode(WIRE_NAMES), 64);
+    gpu.configure(0, WIRE_VALUES.length, 64, WIRE_NAMES.length);
+    buffers.push(gpu.create_buffer(1 << 16, 0));  // the arena
+    const weights = Array.from({ length: 60 }, () => gpu.create_buffer(1024, 1));
+    buffers.push(...weights);
+    for (let k = 1; k <= 8; k++) {
+      const code = new TextEncoder().encode(kernel(k)), name = new TextEncoder().encode(`k${k}`);
+      bytes.set(code, CODE_AT);
+      bytes.set(name, 1024);
+      if (gpu.register_kernel(k, CODE_AT, code.length, 1024, name.length) !== 1) throw gpu.lastError();
+    }
+    for (let i = 0, p = LIST_AT; i < dispatches; i++, p += HEADER + PARAMS) {
+      u32.set([1 + (i * 3) % 8, weights[(i * 3) % 60], i % 3 ? 0 : weights[(i * 5) % 60], 0, 0, 1, 1, PARAMS], p);
+      u32.fill(0, p + HEADER, p + HEADER + PARAMS);
+    }
+  } catch (e) {
+    for (const id of buffers) gpu.destroy_buffer(id);
+    gpu.dispose();
+    device.popErrorScope();
+    throw e;
+  }
+  let scope = true;  // the error scope, popped by check()
+  return {
+    gpu,
+    submit: () => gpu.submit(4 * LIST_AT, end - LIST_AT),
+    // Throws the first error the bridge or the device met so far: a read through the bridge (of
+    // the arena's first word) fails on a kernel that did not compile or a GPU error; the first
+    // check also ends the error scope begun before the bridge was made.
+    check: async () => {
+      gpu.read_finish(gpu.read_start(0, 0, buffers[0], 0, 4), 2048, 4);
+      const read = await pending.promise;
+      if (gpu.lastError()) throw gpu.lastError();
+      if (read !== 1) throw new Error('stepBridge: a read through the bridge failed');
+      if (!scope) return;
+      scope = false;
+      const e = await device.popErrorScope();
+      if (e) throw new Error(`stepBridge: ${e.message}`);
+    },
+    dispose: () => {
+      if (scope) device.popErrorScope();
+      scope = false;
+      for (const id of buffers) gpu.destroy_buffer(id);
+      gpu.dispose();
+    },
+  };
+}
 
 // The bridge's whole hand-over on `device`, microseconds a dispatch: the median of reps lists of
-// a decode step's shape (stepBridge), each in one submit (or submits of `submitDispatches`), the
-// GPU's work waited for before the next list (its kernels do nothing), so that a GPU on the host's
-// own cores (a software adapter) does not share them with the hand-over timed. `imports`: another
-// version of createGpuImports.
+// a decode step's shape (stepBridge) in submits of `submitDispatches` (the runtime's by default),
+// the GPU's work waited for before the next list (its kernels do nothing), so that a GPU on the
+// host's own cores (a software adapter) runs beside the hand-over timed only within a list.
+// `imports`: another version of createGpuImports.
 export async function bridgeOnDevice(device, { dispatches = 307, reps = 40, imports, submitDispatches } = {}) {
   const b = stepBridge(device, dispatches, STEP_KERNEL, imports, submitDispatches);
   try {
@@ -282,7 +321,7 @@ export async function bridgeOnDevice(device, { dispatches = 307, reps = 40, impo
       b.submit();
       const t = performance.now() - t0;
       await device.queue.onSubmittedWorkDone();
-      if (b.gpu.lastError()) throw b.gpu.lastError();
+      await b.check();
       if (r > 0) us.push((1000 * t) / dispatches);  // the first makes the bind groups
     }
     return us.sort((x, y) => x - y)[us.length >> 1];
@@ -292,8 +331,9 @@ export async function bridgeOnDevice(device, { dispatches = 307, reps = 40, impo
 }
 
 // The bridge's own microseconds a dispatch: lists of a decode step's shape (stepBridge) on a
-// stand-in device whose calls only count; the best of reps runs of `lists` lists. Also the
-// device calls a dispatch (3 here: a pipeline, a bind group, the dispatch).
+// stand-in device whose compute passes only count their calls and whose other calls do nothing;
+// the best of reps runs of `lists` lists. Also the device calls a dispatch (3 here: a pipeline,
+// a bind group, the dispatch).
 export function bridgeCost({ dispatches = 307, lists = 200, reps = 3 } = {}) {
   let calls = 0;
   const pass = { setPipeline() { calls++; }, setBindGroup() { calls++; }, dispatchWorkgroups() { calls++; }, end() {} };
@@ -307,14 +347,17 @@ export function bridgeCost({ dispatches = 307, lists = 200, reps = 3 } = {}) {
     queue: { writeBuffer() {}, submit() {} },
   };
   const b = stepBridge(device, dispatches, () => '');
-  const us = [];
-  for (let r = 0; r < reps + 1; r++) {
-    calls = 0;
-    const t0 = performance.now();
-    for (let l = 0; l < lists; l++) b.submit();
-    if (r > 0) us.push((1000 * (performance.now() - t0)) / (lists * dispatches));
-    if (b.gpu.lastError()) throw b.gpu.lastError();
+  try {
+    const us = [];
+    for (let r = 0; r < reps + 1; r++) {
+      calls = 0;
+      const t0 = performance.now();
+      for (let l = 0; l < lists; l++) b.submit();
+      if (r > 0) us.push((1000 * (performance.now() - t0)) / (lists * dispatches));
+      if (b.gpu.lastError()) throw b.gpu.lastError();
+    }
+    return { bridge_us_per_dispatch: best(us), device_calls_per_dispatch: calls / (lists * dispatches) };
+  } finally {
+    b.dispose();
   }
-  b.dispose();
-  return { bridge_us_per_dispatch: best(us), device_calls_per_dispatch: calls / (lists * dispatches) };
 }

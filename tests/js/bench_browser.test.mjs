@@ -35,8 +35,12 @@ test('the Node side measures prefill, plain decode and K=2 rounds', () => {
   }
   assert.ok(Math.abs(row.round_per_step - row.round_ms / row.step_ms) < 1e-9);
   // The bridge makes three device calls a dispatch of the stand-in list (every kernel differs
-  // from the one before): a pipeline, a bind group, the dispatch.
+  // from the one before): a pipeline, a bind group, the dispatch. Its own work is part of its
+  // whole hand-over on the device, which goes in the runtime's submits.
   assert.equal(row.device_calls_per_dispatch, 3);
+  assert.ok(row.bridge_us_per_dispatch < row.bridge_device_us_per_dispatch,
+            `the bridge's own ${row.bridge_us_per_dispatch} us against its hand-over's ${row.bridge_device_us_per_dispatch}`);
+  assert.equal(row.bridge_submit_dispatches, 128);
 });
 
 test('bad options are refused, naming the option', () => {
