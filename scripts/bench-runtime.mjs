@@ -244,10 +244,10 @@ const WIRE_VALUES = [0, 1, WEIGHT_SLOTS, 5, 6, 7, 8, 32, 0, 1, 2];
 const HEADER = 8, PARAMS = 18, LIST_AT = 2048, CODE_AT = 65536;  // words, words, words, bytes
 
 // A bridge (web/gpu_bridge.mjs's createGpuImports, or `imports`: another version of it) on
-// `device`, configured with the module's wire format, with 60 weight buffers, 8 kernels of
-// `kernel(k)`'s text and a command list of `dispatches` dispatches shaped as a decode step's:
-// kernel 1 + 3i mod 8 for dispatch i (so that every dispatch sets its pipeline), one or two weight
-// buffers, 18 parameter words; handed over in submits of `submitDispatches`. submit() hands the
+// `device`, configured with the module's wire format, with 60 weight buffers, 2 kernels of
+// `kernel(k)`'s text (runtimePattern's two) and a command list of `dispatches` dispatches shaped
+// as a decode step's: the kernels in turn (so that every dispatch sets its pipeline), one or two
+// weight buffers, 18 parameter words; handed over in submits of `submitDispatches`. submit() hands the
 // list over once. Bind group and pipeline errors (asynchronous in WebGPU) are checked by check().
 function stepBridge(device, dispatches, kernel, imports = createGpuImports, submitDispatches = SUBMIT_DISPATCHES) {
   const end = LIST_AT + dispatches * (HEADER + PARAMS);
@@ -265,14 +265,14 @@ function stepBridge(device, dispatches, kernel, imports = createGpuImports, subm
     buffers.push(gpu.create_buffer(1 << 16, 0));  // the arena
     const weights = Array.from({ length: 60 }, () => gpu.create_buffer(1024, 1));
     buffers.push(...weights);
-    for (let k = 1; k <= 8; k++) {
+    for (let k = 1; k <= 2; k++) {
       const code = new TextEncoder().encode(kernel(k)), name = new TextEncoder().encode(`k${k}`);
       bytes.set(code, CODE_AT);
       bytes.set(name, 1024);
       if (gpu.register_kernel(k, CODE_AT, code.length, 1024, name.length) !== 1) throw gpu.lastError();
     }
     for (let i = 0, p = LIST_AT; i < dispatches; i++, p += HEADER + PARAMS) {
-      u32.set([1 + (i * 3) % 8, weights[(i * 3) % 60], i % 3 ? 0 : weights[(i * 5) % 60], 0, 0, 1, 1, PARAMS], p);
+      u32.set([1 + (i & 1), weights[(i * 3) % 60], i % 3 ? 0 : weights[(i * 5) % 60], 0, 0, 1, 1, PARAMS], p);
       u32.fill(0, p + HEADER, p + HEADER + PARAMS);
     }
   } catch (e) {
