@@ -119,7 +119,9 @@ const submitLabel = (n) => (n ? `, ${n} a submit` : '');
 async function inNode(wasm, submitDispatches) {
   const webgpu = await import('webgpu');
   Object.assign(globalThis, webgpu.globals);
-  const dispatch = { ...await dispatchCost(dawnInstance(webgpu, { validation: validation === 'on' })), ...bridgeCost() };
+  const dispatch = { ...await dispatchCost(dawnInstance(webgpu, { validation: validation === 'on' }),
+                                           submitDispatches ? { submitDispatches } : {}),
+                     ...bridgeCost() };
   const mod = await import(pathToFileURL(join(dist, `${mtp.file}.mjs`)).href);
   const factory = Object.values(mod).find((f) => typeof f === 'function');
   const factoryOptions = { ...(wasm ? { wasm } : {}), ...(validation === 'off' ? { gpuValidation: false } : {}),
