@@ -248,7 +248,8 @@ const HEADER = 8, PARAMS = 18, LIST_AT = 2048, CODE_AT = 65536;  // words, words
 // `kernel(k)`'s text (runtimePattern's two) and a command list of `dispatches` dispatches shaped
 // as a decode step's: the kernels in turn (so that every dispatch sets its pipeline), one or two
 // weight buffers, 18 parameter words; handed over in submits of `submitDispatches`. submit() hands the
-// list over once. Bind group and pipeline errors (asynchronous in WebGPU) are checked by check().
+// list over once. Bind group and pipeline errors (asynchronous in WebGPU) are checked by check(),
+// once a list has been handed over.
 function stepBridge(device, dispatches, kernel, imports = createGpuImports, submitDispatches = SUBMIT_DISPATCHES) {
   const end = LIST_AT + dispatches * (HEADER + PARAMS);
   if (4 * end > CODE_AT) throw new Error(`stepBridge: ${dispatches} dispatches do not fit its memory`);
@@ -286,14 +287,13 @@ function stepBridge(device, dispatches, kernel, imports = createGpuImports, subm
     gpu,
     submit: () => gpu.submit(4 * LIST_AT, end - LIST_AT),
     // Throws the first error the bridge or the device met so far: a read through the bridge (of
-    // the arena's first word) fails on a kernel that did not compile or a GPU error; the first
-    // check also ends the error scope begun before the bridge was made.
+    // the arena's first word) fails on a kernel that did not compile or a GPU error; then the
+    // error scope begun before the bridge was made ends. Called once.
     check: async () => {
       gpu.read_finish(gpu.read_start(0, 0, buffers[0], 0, 4), 2048, 4);
       const read = await pending.promise;
       if (gpu.lastError()) throw gpu.lastError();
       if (read !== 1) throw new Error('stepBridge: a read through the bridge failed');
-      if (!scope) return;
       scope = false;
       const e = await device.popErrorScope();
       if (e) throw new Error(`stepBridge: ${e.message}`);
@@ -321,8 +321,10 @@ export async function bridgeOnDevice(device, { dispatches = 307, reps = 40, impo
       b.submit();
       const t = performance.now() - t0;
       await device.queue.onSubmittedWorkDone();
-      await b.check();
-      if (r > 0) us.push((1000 * t) / dispatches);  // the first makes the bind groups
+      // The first list makes the bind groups, untimed; the same list again meets no new error.
+      if (r === 0) await b.check();
+      else if (b.gpu.lastError()) throw b.gpu.lastError();
+      if (r > 0) us.push((1000 * t) / dispatches);
     }
     return us.sort((x, y) => x - y)[us.length >> 1];
   } finally {
