@@ -91,6 +91,8 @@ for (const [what, dir] of [['--model', model], ['--assistant', assistant]]) {
   if (!existsSync(join(dir, 'config.json'))) fail(`${what} ${dir}: no config.json there`);
 }
 if (tokenizer && !existsSync(tokenizer)) fail(`--tokenizer ${tokenizer}: no such file`);
+// The prompts are text: a model without its tokenizer (a synthetic one) needs --tokenizer.
+if (!tokenizer && !existsSync(join(model, 'tokenizer.json'))) fail(`--model ${model}: no tokenizer.json there; give one with --tokenizer`);
 const mtp = BUILDS.find((b) => b.mtp && !b.profile);
 const dist = join(ROOT, 'dist');
 const state = verifyManifest(dist).builds[mtp.name];

@@ -55,6 +55,8 @@ test('bad options are refused, naming the option', () => {
     [['--submit-dispatches', '128,0'], /--submit-dispatches takes whole numbers from 1 to 4096, not '0'/],
     [['--wasm', join(root, 'no-such.wasm')], /--wasm .*no-such\.wasm: no such file/],
     [['--model', join(root, 'testdata')], /--model .*testdata: no config\.json there/],
+    [['--model', join(root, 'testdata/models/e2b_mini'), '--assistant', join(root, 'testdata/models/e2b_mini/assistant_centroid')],
+     /--model .*e2b_mini: no tokenizer\.json there; give one with --tokenizer/],
   ]) {
     const r = bench(args[0] === '--model' ? args : [...args, ...pair]);
     assert.equal(r.status, 1, `${args.join(' ')}: status ${r.status}`);
