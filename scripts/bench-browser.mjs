@@ -8,7 +8,8 @@
 //        [--prompt-tokens N] [--decode-tokens N] [--reps N] [--only node|browser]
 //        [--chromium PATH] [--gpu] [--chromium-flag FLAG]... [--wasm FILE]... [--gpu-validation on|off]
 //        [--submit-dispatches N[,N...]] [--timeout S] [--json]
-// Defaults: the demo pair, 512 prompt tokens, 128 decoded, two of each request (the best kept),
+// The prompts are text: --tokenizer where the model's folder has no tokenizer.json (a synthetic
+// model). Defaults: the demo pair, 512 prompt tokens, 128 decoded, two of each request (the best kept),
 // Debian's Chromium (/usr/bin/chromium) on its own software adapter (SwiftShader). --gpu asks
 // Chromium for a hardware adapter through Vulkan (the flags are GPU_FLAGS below) and stops if it
 // gives a software one. The adapter printed is the one the dispatch probe got, asking as the
