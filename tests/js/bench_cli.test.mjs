@@ -48,6 +48,20 @@ test('bench splits the host time of a step and of a round', () => {
   }
   assert.deepEqual([...seen].sort(), ['3-token verification', 'a step', 'draft step', 'plain decode step', 'round']);
 
+  // Each kind read at once: its time, and the host's part and the wait after it, adding up to it.
+  const kinds = ['plain decode step', 'draft step', '3-token verification', 'round'];
+  const whole = Object.fromEntries(kinds.map((k) => [k, Number(r.stdout.match(
+    new RegExp(`^  ${k}(?: \\([^)]*\\))?: ([0-9.]+) ms`, 'm'))?.[1])]));
+  const parts = r.stdout.match(/of which the host's recording and hand-over, then the wait for the GPU and the read:\n(.*)/)?.[1];
+  assert.ok(parts, r.stdout);
+  for (const k of kinds) {
+    const m = parts.match(new RegExp(`${k} ([0-9.]+) \\+ ([0-9.]+) ms`));
+    assert.ok(m, `${k}: ${parts}`);
+    const [host, waited] = [Number(m[1]), Number(m[2])];
+    assert.ok(host > 0 && waited > 0, `${k}: ${parts}`);
+    assert.ok(Math.abs(host + waited - whole[k]) <= 0.05 * whole[k] + 0.02, `${k}: ${host} + ${waited} ms against ${whole[k]}`);
+  }
+
   // The calls per unit of each kernel in the profile that follows `title` (its indented lines).
   const profileCalls = (title) => {
     const at = r.stdout.indexOf(title);
