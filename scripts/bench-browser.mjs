@@ -206,8 +206,9 @@ const rowText = (r) => {
   return `${r.where}: adapter ${r.adapter} [${r.features.join(', ')}]${clock}\n` +
     `  dispatch (one pipeline, one group): encode and submit ${r.encode_us_per_dispatch.toFixed(2)} us, pass ` +
     `${r.pass_us_per_dispatch.toFixed(2)} us a dispatch; submit-and-read ${r.round_trip_us.toFixed(0)} us\n` +
-    `  the runtime's dispatches (best of each): setPipeline ${r.set_pipeline_us.toFixed(2)}, setBindGroup ` +
-    `${r.set_bind_group_us.toFixed(2)} (a group a slot: ${r.set_bind_group_per_slot_us.toFixed(2)}, made in ` +
+    `  the runtime's dispatches (best of each): setPipeline ${r.set_pipeline_us.toFixed(2)}, setBindGroup at a ` +
+    `typed array's offset ${r.set_bind_group_us.toFixed(2)}, at an array's ${r.set_bind_group_array_us.toFixed(2)} ` +
+    `(a group a slot: ${r.set_bind_group_per_slot_us.toFixed(2)}, made in ` +
     `${r.create_bind_group_us.toFixed(1)}), dispatchWorkgroups ${r.dispatch_call_us.toFixed(2)} us a call; the three ` +
     `${r.pattern_encode_us_per_dispatch.toFixed(2)} us, their submit ${r.pattern_submit_us_per_dispatch.toFixed(2)} us a dispatch\n` +
     `  the bridge's hand-over of a decode step's shape, in submits of ${r.bridge_submit_dispatches}: ` +

@@ -1,7 +1,7 @@
 // The measurements scripts/bench-browser.mjs makes, written once for both places it makes them:
 // Node (Dawn) and a browser page. Nothing here imports a Node module.
 import { requestAdapter } from '../web/adapter.mjs';
-import { createGpuImports, SUBMIT_DISPATCHES } from '../web/gpu_bridge.mjs';
+import { createGpuImports, slotSetter, SUBMIT_DISPATCHES } from '../web/gpu_bridge.mjs';
 //
 // benchRuntime: one load of a model and its assistant through an mtp build's factory, then
 // greedy requests that each measure one thing: prefill of a long prompt, plain decode, and
@@ -169,12 +169,13 @@ const STEP_KERNEL = (k) => `
 const SLOT = 256;  // bytes a dispatch's uniform slot takes, as the bridge's
 
 // Microseconds a call in the runtime's pattern, on its bind group layout: setPipeline (two
-// pipelines in turn), setBindGroup of one group at the next slot's dynamic offset (the
-// typed-array form), dispatchWorkgroups, the three together, and the submit of a pass of n
-// dispatches so made, a dispatch; each the best of reps passes of n calls, after a whole round of
-// them untimed (a process's first calls run slower). For comparison: setBindGroup of a group
-// made for each slot (its uniform at the slot's offset, no dynamic offset), and making such a
-// group (the mean of n). The GPU's work is waited for after each submit.
+// pipelines in turn), setBindGroup of one group at the next slot's dynamic offset, given as a
+// typed array's range and as an array of its own (the bridge takes the faster form where it
+// runs: slotSetter), dispatchWorkgroups, the three together (the bridge's form), and the submit
+// of a pass of n dispatches so made, a dispatch; each the best of reps passes of n calls, after a
+// whole round of them untimed (a process's first calls run slower). For comparison: setBindGroup
+// of a group made for each slot (its uniform at the slot's offset, no dynamic offset), and making
+// such a group (the mean of n). The GPU's work is waited for after each submit.
 async function runtimePattern(device, n, reps) {
   const layouts = [true, false].map((dynamic) => device.createBindGroupLayout({ entries: layoutEntries(dynamic) }));
   const pipelines = layouts.map((layout) => [1, 2].map((k) => device.createComputePipeline({
@@ -193,6 +194,8 @@ async function runtimePattern(device, n, reps) {
     const slotGroups = Array.from({ length: n }, (_, i) => group(layouts[1], i * SLOT));
     const createUs = (1000 * (performance.now() - t0)) / n;
     const offsets = new Uint32Array(n).map((_, i) => i * SLOT);
+    const offsetArrays = Array.from(offsets, (o) => [o]);  // the same offsets, one array each
+    const setSlot = slotSetter(offsets);  // the runtime's form here
     const time = async (body, { submit = false, perSlot = false } = {}) => {
       const us = [];
       for (let r = 0; r < reps + 1; r++) {
@@ -217,13 +220,14 @@ async function runtimePattern(device, n, reps) {
     const pattern = (pass) => {
       for (let i = 0; i < n; i++) {
         pass.setPipeline(pipelines[0][i & 1]);
-        pass.setBindGroup(0, dynamicGroup, offsets, i, 1);
+        setSlot(pass, dynamicGroup, i);
         pass.dispatchWorkgroups(1);
       }
     };
     const all = async () => ({
       set_pipeline_us: await time((pass) => { for (let i = 0; i < n; i++) pass.setPipeline(pipelines[0][i & 1]); }),
       set_bind_group_us: await time((pass) => { for (let i = 0; i < n; i++) pass.setBindGroup(0, dynamicGroup, offsets, i, 1); }),
+      set_bind_group_array_us: await time((pass) => { for (let i = 0; i < n; i++) pass.setBindGroup(0, dynamicGroup, offsetArrays[i]); }),
       dispatch_call_us: await time((pass) => { for (let i = 0; i < n; i++) pass.dispatchWorkgroups(1); }),
       pattern_encode_us_per_dispatch: await time(pattern),
       pattern_submit_us_per_dispatch: await time(pattern, { submit: true }),

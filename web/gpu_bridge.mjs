@@ -21,6 +21,17 @@ export const SUBMIT_DISPATCHES = 128;
 export const MAX_SUBMIT_DISPATCHES = UNIFORM_SLOTS;  // the uniform slots one write fills
 const PROFILE_SLOTS = 2048;    // dispatches timed per submit (two queries each)
 
+// A function (pass, group, slot) that sets `group` at the dynamic offset offsets[slot], in the
+// form the WebGPU implementation takes fastest: Dawn's Node binding converts a one-element
+// array quicker than a typed array's range, where a browser takes the range without making an
+// array (scripts/bench-browser.mjs times both).
+export function slotSetter(offsets) {
+  const inNode = typeof process !== 'undefined' && !!process.versions?.node;
+  if (!inNode) return (pass, group, slot) => pass.setBindGroup(0, group, offsets, slot, 1);
+  const arrays = Array.from(offsets, (o) => [o]);
+  return (pass, group, slot) => pass.setBindGroup(0, group, arrays[slot]);
+}
+
 // submitDispatches: 1 to MAX_SUBMIT_DISPATCHES; at the most, a step's dispatches go in one pass.
 export function createGpuImports(device, memory, pending, { submitDispatches = SUBMIT_DISPATCHES } = {}) {
   if (!Number.isInteger(submitDispatches) || submitDispatches < 1 || submitDispatches > MAX_SUBMIT_DISPATCHES) {
@@ -37,6 +48,7 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
   const groups = new Map();  // groupKey(weight ids) -> { group, ids } (of the current arena)
   // Every slot's dynamic offset, for setBindGroup's typed-array form (no array per dispatch).
   const slotOffsets = new Uint32Array(Math.max(UNIFORM_SLOTS, PROFILE_SLOTS)).map((_, i) => i * UNIFORM_SLOT);
+  const setSlot = slotSetter(slotOffsets);
   const names = [null];      // kernel id -> kernel name
   let arena = 0;
   let error = null;
@@ -209,8 +221,7 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
           }
           if (kernel !== last) pass.setPipeline(kernels[kernel]);
           last = kernel;
-          pass.setBindGroup(0, bindGroup(words, p + L.weights), slotOffsets,
-                            i - group, 1);
+          setSlot(pass, bindGroup(words, p + L.weights), i - group);
           pass.dispatchWorkgroups(words[p + L.groupsX], words[p + L.groupsY]);
           if (timed) pass.end();
         }

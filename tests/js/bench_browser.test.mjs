@@ -1,7 +1,8 @@
 // scripts/bench-browser.mjs, its Node side (Dawn on lavapipe) on the small E2B-shaped pair: every
 // figure is made and has the shape asked for (prompt length, tokens decoded, K=2 rounds); and its
 // options fail closed, naming the option. The browser side is the same module (bench-runtime.mjs)
-// run in a page; the demo page tests cover the runtime in Chromium.
+// run in a page; the demo page tests cover the runtime in Chromium. And scripts/bench-bridge.mjs,
+// which times two versions of the bridge in turns.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -28,7 +29,7 @@ test('the Node side measures prefill, plain decode and K=2 rounds', () => {
   assert.ok(row.rounds >= 1 && row.rounds <= 5, `${row.rounds} rounds for 5 tokens after the first`);
   for (const k of ['prefill_tokens_per_s', 'decode_tokens_per_s', 'step_ms', 'mtp_tokens_per_s', 'round_ms',
                    'round_per_step', 'encode_us_per_dispatch', 'pass_us_per_dispatch', 'round_trip_us',
-                   'set_pipeline_us', 'set_bind_group_us', 'set_bind_group_per_slot_us', 'create_bind_group_us', 'dispatch_call_us',
+                   'set_pipeline_us', 'set_bind_group_us', 'set_bind_group_array_us', 'set_bind_group_per_slot_us', 'create_bind_group_us', 'dispatch_call_us',
                    'pattern_encode_us_per_dispatch', 'pattern_submit_us_per_dispatch', 'bridge_us_per_dispatch',
                    'bridge_device_us_per_dispatch']) {
     assert.ok(Number.isFinite(row[k]) && row[k] > 0, `${k} = ${row[k]}`);
@@ -62,5 +63,29 @@ test('bad options are refused, naming the option', () => {
     assert.equal(r.status, 1, `${args.join(' ')}: status ${r.status}`);
     assert.match(r.stderr, named);
     assert.equal(r.stdout, '');
+  }
+});
+
+test('bench-bridge times two bridge versions in turns, and refuses bad options', () => {
+  const bridge = join(root, 'web', 'gpu_bridge.mjs');
+  const run = (args) => spawnSync(process.execPath, [join(root, 'scripts', 'bench-bridge.mjs'), ...args], { cwd: root, encoding: 'utf8' });
+  const r = run([bridge, bridge, '--turns', '2', '--json']);
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout.trim().split('\n').pop());
+  assert.equal(out.turns, 2);
+  assert.equal(out.a_turns.length, 2);
+  assert.equal(out.b_turns.length, 2);
+  for (const v of [...out.a_turns, ...out.b_turns]) assert.ok(Number.isFinite(v) && v > 0, `${v}`);
+  assert.ok(Math.abs(out.b_over_a - out.b_us_per_dispatch / out.a_us_per_dispatch) < 1e-12);
+  for (const [args, named] of [
+    [[bridge], /give two bridge files, A and B/],
+    [[bridge, join(root, 'no-such.mjs')], /no-such\.mjs: no such file/],
+    [[bridge, join(root, 'web', 'api.mjs')], /api\.mjs exports no createGpuImports/],
+    [[bridge, bridge, '--turns', '0'], /--turns takes a whole number of at least 1, not '0'/],
+    [[bridge, bridge, '--gpu-validation', 'maybe'], /--gpu-validation takes on or off, not 'maybe'/],
+  ]) {
+    const bad = run(args);
+    assert.equal(bad.status, 1, `${args.join(' ')}: status ${bad.status}`);
+    assert.match(bad.stderr, named);
   }
 });
