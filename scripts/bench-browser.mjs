@@ -9,7 +9,7 @@
 //        [--chromium PATH] [--gpu] [--chromium-flag FLAG]... [--wasm FILE]... [--gpu-validation on|off]
 //        [--submit-dispatches N[,N...]] [--timeout S] [--json]
 // The prompts are text: --tokenizer where the model's folder has no tokenizer.json (a synthetic
-// model; the demo pair's 6,144 ids fit the vocabulary of every real shape). Defaults: the demo pair, 512 prompt tokens, 128 decoded, two of each request (the best kept),
+// model: a tokenizer with at least its vocabulary's ids). Defaults: the demo pair, 512 prompt tokens, 128 decoded, two of each request (the best kept),
 // Debian's Chromium (/usr/bin/chromium) on its own software adapter (SwiftShader). --gpu asks
 // Chromium for a hardware adapter through Vulkan (the flags are GPU_FLAGS below) and stops if it
 // gives a software one. The adapter printed is the one the dispatch probe got, asking as the
@@ -92,11 +92,11 @@ for (const [what, dir] of [['--model', model], ['--assistant', assistant]]) {
   if (!existsSync(join(dir, 'config.json'))) fail(`${what} ${dir}: no config.json there`);
 }
 if (tokenizer && !existsSync(tokenizer)) fail(`--tokenizer ${tokenizer}: no such file`);
-// The prompts are text: a model without its tokenizer (a synthetic one) needs --tokenizer; any
-// tokenizer whose ids the model's vocabulary holds will do.
+// The prompts are text: a model without its tokenizer (a synthetic one) needs --tokenizer, with
+// at least as many ids as the model's vocabulary (the runtime refuses fewer).
 if (!tokenizer && !existsSync(join(model, 'tokenizer.json'))) {
-  fail(`--model ${model}: no tokenizer.json there; give one with --tokenizer (any whose ids fit the model's ` +
-       'vocabulary: testdata/models/demo/tokenizer.json for one of a real shape, gemma4 synth --shape)');
+  fail(`--model ${model}: no tokenizer.json there; give one with --tokenizer (one with as many ids as the ` +
+       "model's vocabulary at least, such as Gemma's own for a model of a real shape)");
 }
 const mtp = BUILDS.find((b) => b.mtp && !b.profile);
 const dist = join(ROOT, 'dist');
