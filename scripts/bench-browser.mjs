@@ -9,17 +9,18 @@
 //        [--chromium PATH] [--gpu] [--chromium-flag FLAG]... [--wasm FILE]... [--gpu-validation on|off]
 //        [--submit-dispatches N[,N...]] [--timeout S] [--json]
 // The prompts are text: --tokenizer where the model's folder has no tokenizer.json (a synthetic
-// model: a tokenizer with at least its vocabulary's ids). Defaults: the demo pair, 512 prompt tokens, 128 decoded, two of each request (the best kept),
-// Debian's Chromium (/usr/bin/chromium) on its own software adapter (SwiftShader). --gpu asks
-// Chromium for a hardware adapter through Vulkan (the flags are GPU_FLAGS below) and stops if it
-// gives a software one. The adapter printed is the one the dispatch probe got, asking as the
-// runtime asks (high performance). The page is cross-origin isolated, for a fine clock. Chromium
-// runs with a profile of its own on disk, so that a model of several GB reaches the page through
-// its file cache rather than memory. --timeout ends the whole run with an error after S seconds
-// (default 1800). Build dist/ first (scripts/build-web.sh). In Node, --wasm runs the bench once for each
-// module given (another build of the mtp runtime, to compare builds in one run) instead of
-// dist's, and --gpu-validation off has Dawn skip validating the runtime's calls, the kernels'
-// bounds checks and the zeroing of their workgroup memory (the browser always does all three).
+// model: a tokenizer with at least its vocabulary's ids). Defaults: the demo pair, 512 prompt
+// tokens, 128 decoded, two of each request (the best kept), Debian's Chromium (/usr/bin/chromium)
+// on its own software adapter (SwiftShader). --gpu asks Chromium for a hardware adapter through
+// Vulkan (the flags are GPU_FLAGS below) and stops if it gives a software one. The adapter printed
+// is the one the dispatch probe got, asking as the runtime asks (high performance). The page is
+// cross-origin isolated, for a fine clock. Chromium runs with a profile of its own on disk, so that
+// a model of several GB reaches the page through its file cache rather than memory. --timeout ends
+// the whole run with an error after S seconds (default 1800). Build dist/ first
+// (scripts/build-web.sh). In Node, --wasm runs the bench once for each module given (another build
+// of the mtp runtime, to compare builds in one run) instead of dist's, and --gpu-validation off has
+// Dawn skip validating the runtime's calls, the kernels' bounds checks and the zeroing of their
+// workgroup memory (the browser always does all three).
 // --submit-dispatches runs each side once per value of the runtime's submitDispatches
 // (docs/API.md): 4096 puts all of a step's dispatches in one compute pass.
 import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
