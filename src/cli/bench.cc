@@ -189,7 +189,6 @@ Status BenchSpeculative(Model& model, Assistant* as, Backend& backend, const std
   const GreedyRoundSlots slots(F32{ids_buf.get(), 0}, k);
   const F32 ids = slots.tokens;
   float sink[1];
-  auto wait = [&]() { return backend.Download(*ids_buf, 0, sink, sizeof(sink)); };
   const float tok = static_cast<float>(prompt.back());
   G4_RETURN_IF_ERROR(backend.Upload(*ids_buf, 0, &tok, sizeof(tok)));
   // The four kinds of work, each recorded (not waited for); each is rolled back after it, so every
@@ -207,32 +206,32 @@ Status BenchSpeculative(Model& model, Assistant* as, Backend& backend, const std
       {verification, [&] { return model.ForwardArgmaxOnDevice(ids, k + 1, *cache, k + 1, slots.target); }},
       {"round", [&] { return RecordGreedyRound(model, *as, *cache, state, next, slots, k); }},
   };
-  auto run = [&](const Kind& kind) -> Status {
+  // Records a kind, reads its ids back and rolls the cache back. Where `split` is given, adds to
+  // it the two parts of the time: the host's (recording, and handing the lists over up to the
+  // one that goes with the read) and the wait after it (the GPU's work the host has not waited
+  // for yet, and the read's way back).
+  struct Split {
+    int64_t host_us = 0, wait_us = 0;
+  };
+  auto run = [&](const Kind& kind, Split* split = nullptr) -> Status {
+    const int64_t t0 = MonotonicMicros();
     G4_RETURN_IF_ERROR(kind.record());
-    G4_RETURN_IF_ERROR(wait());
+    G4_ASSIGN_OR_RETURN(auto read, backend.StartDownload(*ids_buf, 0, sizeof(sink)));
+    const int64_t t1 = MonotonicMicros();
+    G4_RETURN_IF_ERROR(read->Finish(sink));
+    if (split) {
+      split->host_us += t1 - t0;
+      split->wait_us += MonotonicMicros() - t1;
+    }
     return cache->Rollback(p);
   };
-  // Each kind's time read at once, and its two parts: the host's (recording, and handing the
-  // lists over up to the one that goes with the read) and the wait after it (the GPU's work the
-  // host has not waited for yet, and the read's way back).
-  double us[4], host_us[4], wait_us[4];
+  double us[4];  // each kind's time, read at once
+  Split split[4];
   for (int i = 0; i < 4; ++i) {
     G4_RETURN_IF_ERROR(run(kinds[i]));  // compiles its kernels
-    int64_t host = 0, waited = 0;
     const int64_t t0 = MonotonicMicros();
-    for (int r = 0; r < reps; ++r) {
-      const int64_t a = MonotonicMicros();
-      G4_RETURN_IF_ERROR(kinds[i].record());
-      G4_ASSIGN_OR_RETURN(auto read, backend.StartDownload(*ids_buf, 0, sizeof(sink)));
-      const int64_t b = MonotonicMicros();
-      G4_RETURN_IF_ERROR(read->Finish(sink));
-      host += b - a;
-      waited += MonotonicMicros() - b;
-      G4_RETURN_IF_ERROR(cache->Rollback(p));
-    }
+    for (int r = 0; r < reps; ++r) G4_RETURN_IF_ERROR(run(kinds[i], &split[i]));
     us[i] = (MonotonicMicros() - t0) / static_cast<double>(reps);
-    host_us[i] = host / static_cast<double>(reps);
-    wait_us[i] = waited / static_cast<double>(reps);
   }
   const double plain_us = us[0], round_us = us[3];
   std::printf("speculative, K=%d (each averaged over %d runs, ending in a read of the ids):\n", k, reps);
@@ -244,7 +243,8 @@ Status BenchSpeculative(Model& model, Assistant* as, Backend& backend, const std
   if (backend.DownloadsOverlap()) {  // else the work is done as it is recorded: no wait
     std::printf("  of which the host's recording and hand-over, then the wait for the GPU and the read:\n   ");
     for (int i = 0; i < 4; ++i) {
-      std::printf(" %s %.2f + %.2f ms%s", kinds[i].name, host_us[i] / 1000.0, wait_us[i] / 1000.0, i < 3 ? "," : "\n");
+      std::printf(" %s %.2f + %.2f ms%s", kinds[i].name, split[i].host_us / 1000.0 / reps,
+                  split[i].wait_us / 1000.0 / reps, i < 3 ? "," : "\n");
     }
   }
   for (double acc : {0.5, 0.7, 0.9}) {
