@@ -12,7 +12,7 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { bridgeOnDevice } from './bench-runtime.mjs';
-import { dawnInstance } from '../web/dawn_toggles.mjs';
+import { nodeDevice } from '../web/node_device.mjs';
 
 const fail = (m) => { console.error(`bench-bridge: ${m}`); process.exit(1); };
 let parsed;
@@ -35,11 +35,8 @@ const versions = await Promise.all(files.map(async (f) => {
   if (typeof m.createGpuImports !== 'function') fail(`${f} exports no createGpuImports`);
   return m.createGpuImports;
 }));
-const webgpu = await import('webgpu');
-Object.assign(globalThis, webgpu.globals);
-const gpu = dawnInstance(webgpu, { validation: validation === 'on' });
-const adapter = await gpu.requestAdapter();
-const device = await adapter.requestDevice({ requiredLimits: { maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize } });
+const device = await nodeDevice({ validation: validation === 'on' });  // the Node CLI's device
+if (!device) fail('Dawn found no WebGPU adapter (no Vulkan driver)');
 const us = [[], []];
 for (let t = 0; t < Number(turns); t++) {
   for (let v = 0; v < 2; v++) us[v].push(await bridgeOnDevice(device, { imports: versions[v] }));
