@@ -216,6 +216,8 @@ const rowText = (r) => {
     `(a group a slot: ${r.set_bind_group_per_slot_us.toFixed(2)}, made in ` +
     `${r.create_bind_group_us.toFixed(1)}), dispatchWorkgroups ${r.dispatch_call_us.toFixed(2)} us a call; the three ` +
     `${r.pattern_encode_us_per_dispatch.toFixed(2)} us, their submit ${r.pattern_submit_us_per_dispatch.toFixed(2)} us a dispatch\n` +
+    `  once a list of ${r.list_dispatches}: its parameters' write ${r.write_uniforms_us.toFixed(1)} us, an encoder with an empty pass ` +
+    `${r.encoder_us.toFixed(1)} us, its submit ${r.empty_submit_us.toFixed(1)} us\n` +
     `  the bridge's hand-over of a decode step's shape, in submits of ${r.bridge_submit_dispatches}: ` +
     `${r.bridge_device_us_per_dispatch.toFixed(2)} us a dispatch (median); its own work on a stand-in device ` +
     `${r.bridge_us_per_dispatch.toFixed(2)} us (best), ${r.device_calls_per_dispatch} device calls a dispatch\n` +

@@ -175,7 +175,8 @@ const SLOT = 256;  // bytes a dispatch's uniform slot takes, as the bridge's
 // of a pass of n dispatches so made, a dispatch; each the best of reps passes of n calls, after a
 // whole round of them untimed (a process's first calls run slower). For comparison: setBindGroup
 // of a group made for each slot (its uniform at the slot's offset, no dynamic offset), and making
-// such a group (the mean of n). The GPU's work is waited for after each submit.
+// such a group (the mean of n). The GPU's work is waited for after each submit. And what a list
+// of n costs once (perList below): its parameters' write, an encoder and pass, a submit.
 async function runtimePattern(device, n, reps) {
   const layouts = [true, false].map((dynamic) => device.createBindGroupLayout({ entries: layoutEntries(dynamic) }));
   const pipelines = layouts.map((layout) => [1, 2].map((k) => device.createComputePipeline({
@@ -224,6 +225,40 @@ async function runtimePattern(device, n, reps) {
         pass.dispatchWorkgroups(1);
       }
     };
+    // What the bridge does once a list or a submit, besides its dispatches (best of reps, each
+    // the mean of 16 calls, after a round untimed): writing the parameter slots of a list of
+    // SUBMIT_DISPATCHES in one writeBuffer; a command encoder with one empty pass, finished; that
+    // buffer's submit.
+    const listDispatches = Math.min(n, SUBMIT_DISPATCHES);
+    const perList = async () => {
+      const data = new Uint32Array((listDispatches * SLOT) / 4);
+      const timeCalls = async (body) => {
+        const us = [];
+        for (let r = 0; r < reps + 1; r++) {
+          const t0 = performance.now();
+          for (let k = 0; k < 16; k++) body();
+          const t1 = performance.now();
+          await device.queue.onSubmittedWorkDone();
+          if (r > 0) us.push((1000 * (t1 - t0)) / 16);
+        }
+        return best(us);
+      };
+      const encode = () => {
+        const enc = device.createCommandEncoder();
+        enc.beginComputePass().end();
+        return enc.finish();
+      };
+      const buffers = [];
+      const result = {
+        list_dispatches: listDispatches,
+        write_uniforms_us: await timeCalls(() => device.queue.writeBuffer(slots, 0, data)),
+        encoder_us: await timeCalls(() => buffers.push(encode())),
+      };
+      buffers.length = 0;
+      const made = Array.from({ length: 16 * (reps + 1) }, encode);
+      result.empty_submit_us = await timeCalls(() => device.queue.submit([made.pop()]));
+      return result;
+    };
     const all = async () => ({
       set_pipeline_us: await time((pass) => { for (let i = 0; i < n; i++) pass.setPipeline(pipelines[0][i & 1]); }),
       set_bind_group_us: await time((pass) => { for (let i = 0; i < n; i++) pass.setBindGroup(0, dynamicGroup, offsets, i, 1); }),
@@ -235,7 +270,7 @@ async function runtimePattern(device, n, reps) {
                                              { perSlot: true }),
     });
     await all();
-    return { ...await all(), create_bind_group_us: createUs };
+    return { ...await all(), ...await perList(), create_bind_group_us: createUs };
   } finally {
     for (const b of [arena, weights, slots]) b.destroy();
   }

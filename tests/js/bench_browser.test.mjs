@@ -31,7 +31,7 @@ test('the Node side measures prefill, plain decode and K=2 rounds', () => {
                    'round_per_step', 'encode_us_per_dispatch', 'pass_us_per_dispatch', 'round_trip_us',
                    'set_pipeline_us', 'set_bind_group_us', 'set_bind_group_array_us', 'set_bind_group_per_slot_us', 'create_bind_group_us', 'dispatch_call_us',
                    'pattern_encode_us_per_dispatch', 'pattern_submit_us_per_dispatch', 'bridge_us_per_dispatch',
-                   'bridge_device_us_per_dispatch']) {
+                   'bridge_device_us_per_dispatch', 'write_uniforms_us', 'encoder_us', 'empty_submit_us']) {
     assert.ok(Number.isFinite(row[k]) && row[k] > 0, `${k} = ${row[k]}`);
   }
   assert.ok(Math.abs(row.round_per_step - row.round_ms / row.step_ms) < 1e-9);
