@@ -34,23 +34,29 @@ void RunOther(Backend& gpu, Backend& cpu) {
       return s.Read(x, 6 * 77);
     });
   }
-  Case("add_rms_norm_to", gpu, cpu, 1e-11, [&](Side& s) {
-    F32 x = s.Floats(Random(6 * 77)), y = s.Floats(Random(6 * 77, 3.0f)), out = s.Floats(std::vector<float>(6 * 77));
-    s.be->AddRmsNormTo(ResidualAdd{x, y, out, s.MakeWeight(Random(77), 1, 1, 77, DType::kBF16), 1e-6f, 1.3f}, 6, 77);
-    auto a = s.Read(out, 6 * 77), b = s.Read(x, 6 * 77);  // x_in stays as it was
-    a.insert(a.end(), b.begin(), b.end());
-    return a;
-  });
-  for (bool weighted : {true, false}) {
-    Case(std::string("rms_norm") + (weighted ? "" : "_no_weight"), gpu, cpu, 1e-11, [&](Side& s) {
-      Weight w = weighted ? s.MakeWeight(Random(77), 1, 1, 77, DType::kBF16) : Weight{};
-      F32 x = s.Floats(Random(6 * 77, 3.0f)), y = s.Floats(std::vector<float>(6 * 77));
-      s.be->RmsNorm(y, x, w, 6, 77, 1e-6f);
-      s.be->RmsNorm(x, x, w, 6, 77, 1e-6f);  // in place too
-      auto a = s.Read(y, 6 * 77), b = s.Read(x, 6 * 77);
+  // Rows shorter than a workgroup, and rows longer than the kernel keeps in registers (2,048).
+  for (int dim : {77, 2600}) {
+    const std::string len = dim == 77 ? "" : "_long";
+    Case("add_rms_norm_to" + len, gpu, cpu, 1e-11, [&](Side& s) {
+      const int rows = dim == 77 ? 6 : 2, n = rows * dim;
+      F32 x = s.Floats(Random(n)), y = s.Floats(Random(n, 3.0f)), out = s.Floats(std::vector<float>(n));
+      s.be->AddRmsNormTo(ResidualAdd{x, y, out, s.MakeWeight(Random(dim), 1, 1, dim, DType::kBF16), 1e-6f, 1.3f}, rows, dim);
+      auto a = s.Read(out, n), b = s.Read(x, n);  // x_in stays as it was
       a.insert(a.end(), b.begin(), b.end());
       return a;
     });
+    for (bool weighted : {true, false}) {
+      Case(std::string("rms_norm") + (weighted ? "" : "_no_weight") + len, gpu, cpu, 1e-11, [&](Side& s) {
+        const int rows = dim == 77 ? 6 : 2, n = rows * dim;
+        Weight w = weighted ? s.MakeWeight(Random(dim), 1, 1, dim, DType::kBF16) : Weight{};
+        F32 x = s.Floats(Random(n, 3.0f)), y = s.Floats(std::vector<float>(n));
+        s.be->RmsNorm(y, x, w, rows, dim, 1e-6f);
+        s.be->RmsNorm(x, x, w, rows, dim, 1e-6f);  // in place too
+        auto a = s.Read(y, n), b = s.Read(x, n);
+        a.insert(a.end(), b.begin(), b.end());
+        return a;
+      });
+    }
   }
   // Angles of up to 100,000 radians (long contexts): sin and cos of the reduced angle.
   Case("rope", gpu, cpu, 1e-10, [&](Side& s) {
