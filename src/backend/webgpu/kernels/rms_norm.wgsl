@@ -4,7 +4,7 @@
 //   mode 2: dst[r, :] = (residual[r, :] + that) * scale
 //   mode 3: mode 2, then the next block's input norm of the joined row:
 //           normed[r, :] = dst[r, :] * (mean(dst[r]^2) + eps2)^-0.5 * W2 (W2 when weighted2)
-//! uses weights, team
+//! uses weights
 struct Params {
   dst: u32,        // (rows, dim)
   src: u32,        // (rows, dim)
@@ -19,30 +19,19 @@ struct Params {
   eps2: f32,       // mode 3
   weighted2: u32,  // mode 3: 1: W2 holds the second norm's weight
 }
-var<workgroup> partial: array<f32, 8>;
+var<workgroup> partial: array<f32, 256>;
 
-// The sum of every thread's s, for all of them: each team's (team.wgsl: subgroup adds where the
-// device has them), then the eight teams' in one exchange, added in the same order by every
-// thread.
+// The sum of every thread's s, for all of them.
 fn row_sum(lid: u32, s: f32) -> f32 {
-  let t = team_sums(lid, lid & 31u, vec4<f32>(s, 0.0, 0.0, 0.0));
-  if ((lid & 31u) == 0u) { partial[lid >> 5u] = t.x; }
+  partial[lid] = s;
   workgroupBarrier();
-  var total = 0.0;
-  for (var k = 0u; k < 8u; k++) { total += partial[k]; }
-  workgroupBarrier();  // every thread has read them before partial is written again
+  for (var k = 128u; k > 0u; k >>= 1u) {
+    if (lid < k) { partial[lid] += partial[lid + k]; }
+    workgroupBarrier();
+  }
+  let total = partial[0];
+  workgroupBarrier();  // every thread has read it before partial is written again
   return total;
-}
-
-// Elements of a row a thread keeps in registers (rows of up to 2,048): its loads of the row, of
-// the residual and of the norm's weights all go out before the row's sum waits on them, and the
-// joined values stay for the next norm. Longer rows read the rest again.
-const KEEP = 8u;
-
-// The norm's weight at element i (1 where unweighted) from binding b.
-fn norm_w(b: u32, weighted: u32, i: u32) -> f32 {
-  if (weighted != 0u) { return welem(b, i); }
-  return 1.0;
 }
 
 @compute @workgroup_size(256)
@@ -50,41 +39,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
         @builtin(num_workgroups) n: vec3<u32>) {
   let r = wid(wg, n);
   if (r >= P.rows) { return; }
-  let dim = P.dim; let t = lid.x; let join = P.mode != 0u;
+  let dim = P.dim;
   let src = P.src + r * dim; let dst = P.dst + r * dim;
-  let res = select(dst, P.residual + r * dim, P.mode >= 2u);
-  var xs: array<f32, KEEP>;
-  var rs: array<f32, KEEP>;
-  var ws: array<f32, KEEP>;
   var s = 0.0;
-  for (var k = 0u; k < KEEP; k++) {
-    let i = t + 256u * k;
-    if (i < dim) {
-      xs[k] = af(src + i);
-      if (join) { rs[k] = af(res + i); }
-      ws[k] = norm_w(1u, P.weighted, i);
-      s += xs[k] * xs[k];
-    }
-  }
-  for (var i = t + 256u * KEEP; i < dim; i += 256u) { let v = af(src + i); s += v * v; }
-  let inv = 1.0 / sqrt(row_sum(t, s) / f32(dim) + P.eps);
+  for (var i = lid.x; i < dim; i += 256u) { let v = af(src + i); s += v * v; }
+  let inv = 1.0 / sqrt(row_sum(lid.x, s) / f32(dim) + P.eps);
+  let res = select(dst, P.residual + r * dim, P.mode >= 2u);
   var s2 = 0.0;
-  for (var k = 0u; k < KEEP; k++) {
-    let i = t + 256u * k;
-    if (i < dim) {
-      let y = xs[k] * inv * ws[k];
-      if (join) {
-        xs[k] = (rs[k] + y) * P.scale;
-        afset(dst + i, xs[k]);
-        s2 += xs[k] * xs[k];
-      } else {
-        afset(dst + i, y);
-      }
-    }
-  }
-  for (var i = t + 256u * KEEP; i < dim; i += 256u) {
-    let y = af(src + i) * inv * norm_w(1u, P.weighted, i);
-    if (join) {
+  for (var i = lid.x; i < dim; i += 256u) {
+    var w = 1.0;
+    if (P.weighted != 0u) { w = welem(1u, i); }
+    let y = af(src + i) * inv * w;
+    if (P.mode != 0u) {
       let x = (af(res + i) + y) * P.scale;
       afset(dst + i, x);
       s2 += x * x;
@@ -93,14 +59,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     }
   }
   if (P.mode != 3u) { return; }
-  // The joined row's norm: from the kept values, past them from what this thread wrote.
-  let inv2 = 1.0 / sqrt(row_sum(t, s2) / f32(dim) + P.eps2);
+  // Each thread reads back only the elements it wrote.
+  let inv2 = 1.0 / sqrt(row_sum(lid.x, s2) / f32(dim) + P.eps2);
   let normed = P.normed + r * dim;
-  for (var k = 0u; k < KEEP; k++) {
-    let i = t + 256u * k;
-    if (i < dim) { afset(normed + i, xs[k] * inv2 * norm_w(2u, P.weighted2, i)); }
-  }
-  for (var i = t + 256u * KEEP; i < dim; i += 256u) {
-    afset(normed + i, af(dst + i) * inv2 * norm_w(2u, P.weighted2, i));
+  for (var i = lid.x; i < dim; i += 256u) {
+    var w = 1.0;
+    if (P.weighted2 != 0u) { w = welem(2u, i); }
+    afset(normed + i, af(dst + i) * inv2 * w);
   }
 }
