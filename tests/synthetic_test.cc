@@ -114,6 +114,19 @@ TEST(Synthetic, NeverWritesOverAModel) {
   fs::remove_all(dir);
 }
 
+TEST(Synthetic, MakesTheFoldersAboveItsOwn) {
+  const std::string base = test::MakeTempDir();
+  ASSERT_TRUE(WriteSyntheticCheckpoint(base + "/a/b/new", "e2b-assistant", 1, 1).ok());
+  EXPECT_TRUE(fs::exists(base + "/a/b/new/model.safetensors"));
+  // A file where a folder above it should be: refused, naming it, nothing written.
+  test::WriteFile(base + "/file", "x");
+  Status s = WriteSyntheticCheckpoint(base + "/file/new", "e2b-assistant", 1, 1);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(base + "/file: is not a folder"), std::string::npos) << s.message();
+  EXPECT_EQ(test::ReadFile(base + "/file"), "x");
+  fs::remove_all(base);
+}
+
 TEST(Synthetic, AnInterruptedWriteLeavesNothing) {
   const std::string base = test::MakeTempDir();
   const std::string dir = base + "/new";

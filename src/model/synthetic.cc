@@ -169,6 +169,16 @@ Status WriteSyntheticCheckpoint(const std::string& dir_arg, const std::string& s
   } else {
     G4_ASSIGN_OR_RETURN(config, ParseModelConfig(config_text, "synthetic config"));
   }
+  // The folders above it are made as needed, as export makes them.
+  for (size_t slash = dir.find('/', 1); slash != std::string::npos; slash = dir.find('/', slash + 1)) {
+    const std::string above = dir.substr(0, slash);
+    struct stat a;
+    if (stat(above.c_str(), &a) == 0) {
+      if (!S_ISDIR(a.st_mode)) return InvalidArgument(above + ": is not a folder (in --out " + dir + ")");
+    } else if (mkdir(above.c_str(), 0755) != 0 && errno != EEXIST) {
+      return InvalidArgument(above + ": cannot create the folder: " + std::strerror(errno));
+    }
+  }
   // A new folder, or an empty one: never over an existing model.
   struct stat st;
   const bool exists = lstat(dir.c_str(), &st) == 0;
