@@ -34,7 +34,7 @@ void RunOther(Backend& gpu, Backend& cpu) {
       return s.Read(x, 6 * 77);
     });
   }
-  // Rows shorter than a workgroup, and rows longer than the kernel keeps in registers (2,048).
+  // Rows shorter than a workgroup, and rows of more than eight elements a thread (2,600).
   for (int dim : {77, 2600}) {
     const std::string len = dim == 77 ? "" : "_long";
     Case("add_rms_norm_to" + len, gpu, cpu, 1e-11, [&](Side& s) {

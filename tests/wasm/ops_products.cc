@@ -262,8 +262,8 @@ void RunProducts(Backend& gpu, Backend& cpu) {
     Normed(gpu, cpu, form, false, DType::kF32, 1, 40, 3);
   }
   for (DType dt : {DType::kBF16, DType::kQ4}) Normed(gpu, cpu, Form::kGateUp, true, dt, 1, 8192);
-  // Many rows' join and next norm in one pass (rms_norm.wgsl's mode 3), rows longer than the
-  // pass keeps in registers.
+  // Many rows' join and next norm in one pass (rms_norm.wgsl's mode 3), rows of more than eight
+  // elements a thread.
   Normed(gpu, cpu, Form::kNorm, true, DType::kBF16, 9, 2600);
   for (int rows : {3, 9}) Normed(gpu, cpu, Form::kGateUp, true, DType::kQ4, rows, 64);
   // A q4 row whose join's stage fits the device (lavapipe's 32 KiB) but not with its 8-bit words
