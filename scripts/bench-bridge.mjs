@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { bridgeOnDevice } from './bench-runtime.mjs';
+import { bridgeOnDevice, median } from './bench-runtime.mjs';
 import { nodeDevice } from '../web/node_device.mjs';
 
 const fail = (m) => { console.error(`bench-bridge: ${m}`); process.exit(1); };
@@ -41,7 +41,6 @@ const us = [[], []];
 for (let t = 0; t < Number(turns); t++) {
   for (let v = 0; v < 2; v++) us[v].push(await bridgeOnDevice(device, { imports: versions[v] }));
 }
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const [a, b] = us.map(median);
 const out = { a: files[0], b: files[1], turns: Number(turns), validation, a_us_per_dispatch: a, b_us_per_dispatch: b,
               b_over_a: b / a, a_turns: us[0], b_turns: us[1] };

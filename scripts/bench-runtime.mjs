@@ -18,6 +18,7 @@ import { createGpuImports, slotSetter, SUBMIT_DISPATCHES } from '../web/gpu_brid
 // do nothing.
 
 const best = (xs) => Math.min(...xs);
+export const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 // A raw prompt (no chat template): a word, repeated.
 const words = (n) => 'The' + ' sea'.repeat(n);
@@ -363,7 +364,7 @@ export async function bridgeOnDevice(device, { dispatches = 307, reps = 40, impo
       else if (b.gpu.lastError()) throw b.gpu.lastError();
       if (r > 0) us.push((1000 * t) / dispatches);
     }
-    return us.sort((x, y) => x - y)[us.length >> 1];
+    return median(us);
   } finally {
     b.dispose();
   }

@@ -46,7 +46,7 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
   const uniforms = device.createBuffer({ size: UNIFORM_SLOT * UNIFORM_SLOTS, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
   const uniformData = new Uint32Array(UNIFORM_SLOT * UNIFORM_SLOTS / 4);
   const groups = new Map();  // groupKey(weight ids) -> { group, ids } (of the current arena)
-  // Every slot's dynamic offset, for setBindGroup's typed-array form (no array per dispatch).
+  // Every slot's dynamic offset, set by setSlot in the form the implementation takes fastest.
   const slotOffsets = new Uint32Array(Math.max(UNIFORM_SLOTS, PROFILE_SLOTS)).map((_, i) => i * UNIFORM_SLOT);
   const setSlot = slotSetter(slotOffsets);
   const names = [null];      // kernel id -> kernel name
