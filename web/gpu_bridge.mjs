@@ -181,24 +181,35 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
              total_kernel_ms: total, ops, passes: { ms: ns / 1e6, count, dispatches } };
   };
 
+  // Where each dispatch of a list starts.
+  const startsOf = (words) => {
+    const at = [];
+    for (let p = 0; p < words.length; p += L.headerWords + words[p + L.paramWords]) at.push(p);
+    return at;
+  };
+  // Dispatches [group, groupEnd)'s parameters into uniform slots 0 .. (one write).
+  const writeParams = (words, starts, group, groupEnd) => {
+    for (let i = group; i < groupEnd; i++) {
+      const p = starts[i], n = words[p + L.paramWords], u = (i - group) * (UNIFORM_SLOT / 4);
+      for (let k = 0; k < L.maxParamWords; k++) uniformData[u + k] = k < n ? words[p + L.headerWords + k] : 0;
+    }
+    device.queue.writeBuffer(uniforms, 0, uniformData, 0, (groupEnd - group) * (UNIFORM_SLOT / 4));
+  };
   // Runs a command list (see webgpu_backend.cc): the dispatches' parameters go to the uniform
   // slots in one write, then submits of up to submitDispatches dispatches, one compute pass each
   // (a pass per dispatch when kernels are timed). A read ({ id, offset, size, staging }) is copied
-  // in the last submit, after every dispatch.
-  const run = (words, read) => {
+  // in the last submit, after every dispatch. With `keep` (an array; a list prepared ahead, not
+  // profiled, of at most UNIFORM_SLOTS dispatches) the parameters are not written and the
+  // submits' command buffers go to `keep` instead of the queue.
+  const run = (words, read, keep = null) => {
     const timed = profile.mode === PROFILE_KERNELS && profile.supported;
     const passTimed = profile.mode === PROFILE_PASSES && profile.supported;
     const perSubmit = timed ? PROFILE_SLOTS : submitDispatches;
     const perGroup = timed ? PROFILE_SLOTS : UNIFORM_SLOTS;  // dispatches sharing one write
-    const starts = [];  // where each dispatch's words start
-    for (let p = 0; p < words.length; p += L.headerWords + words[p + L.paramWords]) starts.push(p);
+    const starts = startsOf(words);
     for (let group = 0; group < starts.length; group += perGroup) {
       const groupEnd = Math.min(group + perGroup, starts.length);
-      for (let i = group; i < groupEnd; i++) {
-        const p = starts[i], n = words[p + L.paramWords], u = (i - group) * (UNIFORM_SLOT / 4);
-        for (let k = 0; k < L.maxParamWords; k++) uniformData[u + k] = k < n ? words[p + L.headerWords + k] : 0;
-      }
-      device.queue.writeBuffer(uniforms, 0, uniformData, 0, (groupEnd - group) * (UNIFORM_SLOT / 4));
+      if (!keep) writeParams(words, starts, group, groupEnd);
       for (let first = group; first < groupEnd; first += perSubmit) {
         const end = Math.min(first + perSubmit, groupEnd);
         const encoder = device.createCommandEncoder();
@@ -229,6 +240,10 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
         const finish = timed ? collect(encoder, kernelIds, groups)
           : passTimed ? collect(encoder, [], [], end - first) : null;
         if (end === starts.length) copyRead(encoder, read);
+        if (keep) {
+          keep.push(encoder.finish());
+          continue;
+        }
         device.queue.submit([encoder.finish()]);
         finish?.();
       }
@@ -243,12 +258,44 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
     if (read) encoder.copyBufferToBuffer(buffers[read.id], read.offset, read.staging, 0, read.size);
   };
 
+  // Lists prepared ahead (prepare(1) until prepare(0)) are encoded as they are handed over, not
+  // run, and kept in order; submit_prepared runs the first kept with the parameters of a list
+  // recorded later that the module found to have the same dispatches (kernels, weights,
+  // workgroups). Any other hand-over drops what is kept. A list handed over while profiling is
+  // kept as a place only, and runs encoded afresh.
+  let preparing = false;
+  let prepared = [];  // [{ dispatches, buffers: [GPUCommandBuffer] } or null]
+  const profiling = () => profile.mode !== 0 && profile.supported;
+  const keepList = (words) => {
+    const n = startsOf(words).length;
+    if (profiling() || n > UNIFORM_SLOTS) {
+      prepared.push(null);
+      return;
+    }
+    const buffers = [];
+    run(words, null, buffers);
+    prepared.push({ dispatches: n, buffers });
+  };
+  const runPrepared = (words) => {
+    const k = prepared.shift();
+    const starts = startsOf(words);
+    if (!k || k.dispatches !== starts.length || profiling()) {
+      if (k && k.dispatches !== starts.length) prepared = [];
+      run(words, null);
+      return;
+    }
+    writeParams(words, starts, 0, starts.length);
+    device.queue.submit(k.buffers);
+  };
+
   // Starts a read (read_start): runs the list with a copy of the bytes in its last submit.
   const startRead = (ptr, count, id, offset, size) => {
     const ticket = nextRead++;
     let staging = null;
     try {
       staging = takeStaging(size);
+      preparing = false;
+      prepared = [];
       run(new Uint32Array(memory().buffer, ptr, count).slice(), { id, offset, size, staging });
     } catch (e) {
       error ??= e;
@@ -325,6 +372,7 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
       }
     },
     destroy_buffer: guarded((id) => {
+      prepared = [];  // prepared lists may bind it
       buffers[id]?.destroy();
       buffers[id] = null;
       for (const [key, e] of [...groups]) {
@@ -347,7 +395,23 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
       return 1;
     }, 0),
     submit: guarded((ptr, count) => {
-      handingOver(() => run(new Uint32Array(memory().buffer, ptr, count).slice(), null));
+      handingOver(() => {
+        const words = new Uint32Array(memory().buffer, ptr, count).slice();
+        if (preparing) return keepList(words);
+        prepared = [];
+        run(words, null);
+      });
+    }),
+    // 1: the lists handed over from now are prepared, not run (what was kept is dropped); 0: they
+    // run again, what was prepared waiting for submit_prepared; 2: drops what was prepared.
+    prepare: guarded((mode) => {
+      preparing = mode === 1;
+      if (mode !== 0) prepared = [];
+    }),
+    // Runs the first list prepared with this list's parameters (the same dispatches, which the
+    // module has checked), or this list as submit does when none was kept for it.
+    submit_prepared: guarded((ptr, count) => {
+      handingOver(() => runPrepared(new Uint32Array(memory().buffer, ptr, count).slice()));
     }),
     // Profiling: PROFILE_KERNELS or PROFILE_PASSES starts that mode (clearing what was summed),
     // 0 stops.
@@ -417,6 +481,7 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
     // Destroys what the bridge itself made (the module's buffers are the module's to destroy).
     dispose() {
       disposed = true;
+      prepared = [];
       for (const kept of stagingPool.values()) kept.forEach((b) => b.destroy());
       stagingPool.clear();
       uniforms.destroy();

@@ -141,6 +141,24 @@ class Backend {
                                                                  size_t bytes);
   virtual bool DownloadsOverlap() const { return false; }
 
+  // --- preparing ahead ---
+  // A backend whose hand-over of recorded work costs the host time (WebGPU: encoding each
+  // dispatch) can prepare the next work before it may run: the ops recorded between BeginPrepare
+  // and EndPrepare are readied but neither run nor change anything. The ops recorded after, which
+  // run as ever, run from that preparation, and start sooner, where they are the same ops on the
+  // same buffers as those prepared, whatever their parameters (positions, offsets in a buffer,
+  // lengths that leave the work's shape as it was); elsewhere the preparation is dropped. Only
+  // where CanPrepare(); no Allocate, Upload or download may come in between. A preparation during
+  // which an op failed is dropped, its error with it.
+  virtual bool CanPrepare() const { return false; }
+  virtual Status BeginPrepare() { return Unimplemented(Name() + ": preparing work ahead"); }
+  virtual void EndPrepare() {}
+  // Lists of work prepared, and run from their preparation, so far (benchmarks and tests).
+  struct PreparedCounts {
+    uint64_t prepared = 0, used = 0;
+  };
+  virtual PreparedCounts prepared_counts() const { return {}; }
+
   // --- ops ---
   // out[r, :] = table[ids[r], :] * scale                            out: (rows, table.cols)
   virtual void Embed(F32 out, const Weight& table, std::span<const int32_t> ids, float scale) = 0;

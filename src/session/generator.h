@@ -26,7 +26,8 @@ struct GenerateOptions {
   std::function<void(int drafted, int accepted)> on_round;
   // Greedy decoding without recorded logits: how many steps to record beyond the one whose token
   // is read back next (each step embeds the previous one's id on the backend). 0: none, one step
-  // at a time; -1: kDecodeAhead where the backend's reads overlap its work, else none.
+  // at a time; -1: kDecodeAhead where the backend's reads overlap its work, else none. Greedy
+  // speculative rounds are prepared one ahead (Backend::BeginPrepare) unless it is 0.
   int decode_ahead = -1;
 };
 
@@ -60,6 +61,10 @@ struct GenerationStats {
   std::vector<int> accepted_per_round;     // (rounds) the drafts each emitted
   std::vector<int> drafted_per_round;      // (rounds) the drafts each made: 0 for a plain step
   std::vector<int> rounds_per_k;           // (K + 1) rounds by the drafts they made
+  // Greedy rounds prepared while the round before them ran (a backend that prepares work ahead),
+  // and of those, the rounds that then ran wholly from their preparation.
+  int prepared_rounds = 0;
+  int prepared_rounds_run = 0;
   double acceptance_rate() const { return drafted ? static_cast<double>(accepted) / drafted : 0.0; }
   // Tokens emitted per round (after the first, which the prefill gives).
   double tokens_per_round() const { return rounds ? static_cast<double>(generated_tokens - 1) / rounds : 0.0; }

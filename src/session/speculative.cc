@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <utility>
 
 namespace g4 {
 namespace {
@@ -188,12 +189,36 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     return Status::Ok();
   };
 
+  // While a greedy round runs on a backend that prepares work ahead, the next round is prepared
+  // as if every draft were accepted: the same ops as the round recorded once the verdict is in
+  // (the seed and its state copied, drafts, verification, acceptance), at the positions that
+  // follow. Once the verdict is in, that round runs from the preparation (its positions and the
+  // state's row m differ only in parameters), so the host's hand-over of it is mostly done while
+  // the GPU still runs this one. Nothing prepared runs unless recorded again; a preparation that
+  // fails is dropped, and the round is recorded as ever.
+  const bool prepare = overlap && be.CanPrepare();
+  uint64_t prepared_lists = 0;  // the lists of the round prepared last, until it is recorded
+  auto prepare_next = [&](int nd, int remaining) {
+    const int next = std::min(policy.Next(), remaining - (nd + 1) - 1);
+    const int64_t length = cache->length();  // the position after this round's last draft
+    if (next < 1 || length + next + 1 > cache->max_positions() || !be.BeginPrepare().ok()) return;
+    const uint64_t lists0 = be.prepared_counts().prepared;
+    be.Copy(slots.tokens, slots.verdict.At(1), 1);
+    be.Copy(state, target.hidden_rows().At(static_cast<size_t>(nd) * H), H);
+    // An error here is the real round's to report, when it is recorded.
+    (void)RecordGreedyRound(target, assistant, *cache, state, F32{state_b.get(), 0}, slots, next);
+    be.EndPrepare();
+    (void)cache->Rollback(length);
+    prepared_lists = be.prepared_counts().prepared - lists0;
+  };
+
   std::vector<int32_t> verify;
   std::vector<std::vector<float>> q_dists;
   while (!done && static_cast<int>(result.tokens.size()) < options.max_new_tokens) {
     const int64_t p = cache->length();
     const int remaining = options.max_new_tokens - static_cast<int>(result.tokens.size());
     const int want = policy.Next();
+    const uint64_t prepared_for_this = std::exchange(prepared_lists, 0);
     if (want == 0 && ids_only) {
       G4_RETURN_IF_ERROR(plain_steps(std::min(policy.PlainSteps(), remaining)));
       continue;
@@ -206,8 +231,15 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     int m = 0, bonus = 0;
     if (ids_only) {
       // Drafts, verification and acceptance on the backend; one read of 2k + 4 floats.
+      const uint64_t used0 = be.prepared_counts().used;
       G4_RETURN_IF_ERROR(RecordGreedyRound(target, assistant, *cache, state, F32{state_b.get(), 0}, slots, nd));
-      G4_RETURN_IF_ERROR(be.Download(*round_buf, 0, round_host.data(), round_host.size() * sizeof(float)));
+      G4_ASSIGN_OR_RETURN(auto read, be.StartDownload(*round_buf, 0, round_host.size() * sizeof(float)));
+      if (prepared_for_this > 0) {
+        st.prepared_rounds++;
+        if (be.prepared_counts().used - used0 == prepared_for_this) st.prepared_rounds_run++;
+      }
+      if (prepare) prepare_next(nd, remaining);
+      G4_RETURN_IF_ERROR(read->Finish(round_host.data()));
       for (int j = 0; j < nd; ++j) round.drafts.push_back(static_cast<int>(round_host[j + 1]));
       m = static_cast<int>(round_host[2 * k + 2]);
       bonus = static_cast<int>(round_host[2 * k + 3]);

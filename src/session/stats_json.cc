@@ -17,7 +17,9 @@ nlohmann::json StatsJson(const GenerationStats& st) {
           {"drafted_per_round", st.drafted_per_round},
           {"rounds_per_k", st.rounds_per_k},
           {"accepted_per_position", st.accepted_per_position},
-          {"tokens_per_round", st.tokens_per_round()}};
+          {"tokens_per_round", st.tokens_per_round()},
+          {"prepared_rounds", st.prepared_rounds},
+          {"prepared_rounds_run", st.prepared_rounds_run}};
 }
 
 }  // namespace g4

@@ -49,14 +49,22 @@ for (const name of readdirSync(models).sort()) {
   });
   for (const a of readdirSync(dir).filter((f) => f.startsWith('assistant_')).sort()) {
     const ag = JSON.parse(readFileSync(join(dir, a, 'golden.json'), 'utf8'));
+    // Each round is prepared while the one before runs, and runs from that preparation where its
+    // dispatches are the same (they are, but where attention's splits change with the length).
     test(`${name}/${a}: webgpu speculative rounds equal the reference`, async () => {
+      let prepared = 0, run_prepared = 0;
       for (const t of ag.traces) {
         const r = await run(['generate', '--model', dir, '--assistant', join(dir, a), '--draft-tokens', '2',
                        '--draft-policy', 'fixed', '--prompt-ids', t.prompt_ids.join(','), '--max-new-tokens',
                        String(t.max_new_tokens), '--json']);
         assert.deepEqual(r.tokens, t.k2.tokens);
         assert.deepEqual(r.stats.accepted_per_round, emittedDrafts(t.k2.rounds, t.k2.tokens, r.stop_reason));
+        assert.ok(r.stats.prepared_rounds_run <= r.stats.prepared_rounds);
+        assert.ok(r.stats.prepared_rounds <= Math.max(0, r.stats.rounds - 1), 'the first round is never prepared');
+        prepared += r.stats.prepared_rounds;
+        run_prepared += r.stats.prepared_rounds_run;
       }
+      assert.ok(run_prepared > 0 && run_prepared >= prepared / 2, `${run_prepared} of ${prepared} prepared rounds ran so`);
     });
   }
 }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <span>
 #include <utility>
 #include <vector>
@@ -33,11 +34,27 @@ class CommandList {
   // reused.
   uint32_t HostWords(const void* data, size_t n);
 
-  // Hands the list over to run (g4_gpu_submit), if it holds anything.
+  // Hands the list over to run (g4_gpu_submit), if it holds anything: while preparing, to be
+  // kept; else, when it holds the same dispatches as the first list kept, to run from that
+  // (g4_gpu_submit_prepared).
   void Submit();
-  // The list, for a call that hands it over itself (g4_gpu_read_start); Handed() after it.
-  std::span<const uint32_t> words() const { return words_; }
+  // The list, for a call that hands it over itself with a read (g4_gpu_read_start), which drops
+  // what is kept; Handed() after it. A list that matches the first kept one is run from it here,
+  // and what is left to hand over with the read is empty.
+  std::span<const uint32_t> WordsForRead();
   void Handed();
+
+  // Preparing ahead: the lists recorded between BeginPrepare and EndPrepare are handed over to be
+  // encoded and kept, not run, and take no host words (HostWords writes nothing); the lists
+  // recorded next run from them as long as each holds the same dispatches as the next one kept
+  // (kernel, weights, workgroups; any parameters), and the first that does not drops the rest.
+  void BeginPrepare();
+  void EndPrepare();
+  // Drops what is kept (after a preparation that failed, or one that will not be used).
+  void DropPrepared();
+  bool preparing() const { return preparing_; }
+  uint64_t lists_prepared() const { return lists_prepared_; }
+  uint64_t lists_run_prepared() const { return lists_run_prepared_; }
 
   uint64_t dispatches() const { return dispatches_; }
   // Dispatches a list holds before it is handed over (at least 1).
@@ -55,6 +72,11 @@ class CommandList {
   uint64_t dispatches_ = 0;
   uint64_t host_used_ = 0;
   std::vector<std::pair<std::vector<uint32_t>, uint32_t>> host_written_;  // the region's last arrays
+  // Whether words_ holds the same dispatches as the first kept list (its headers).
+  bool MatchesKept() const;
+  bool preparing_ = false;
+  std::deque<std::vector<uint32_t>> kept_;  // the kept lists' dispatch headers, in order
+  uint64_t lists_prepared_ = 0, lists_run_prepared_ = 0;
 };
 
 }  // namespace g4::webgpu

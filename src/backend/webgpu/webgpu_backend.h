@@ -40,6 +40,10 @@ class WebGpuBackend final : public Backend {
   Status Download(const Buffer& src, size_t offset, void* dst, size_t bytes) override;
   Result<std::unique_ptr<PendingDownload>> StartDownload(const Buffer& src, size_t offset, size_t bytes) override;
   bool DownloadsOverlap() const override { return true; }
+  bool CanPrepare() const override { return true; }
+  Status BeginPrepare() override;
+  void EndPrepare() override;
+  PreparedCounts prepared_counts() const override { return {cmds_.lists_prepared(), cmds_.lists_run_prepared()}; }
 
   // --- measurement (webgpu_backend.cc)
   uint64_t dispatches() const override { return cmds_.dispatches(); }
