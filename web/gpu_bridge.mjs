@@ -259,33 +259,46 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
   };
 
   // Lists prepared ahead (prepare(1) until prepare(0)) are encoded as they are handed over, not
-  // run, and kept in order; submit_prepared runs the first kept with the parameters of a list
-  // recorded later that the module found to have the same dispatches (kernels, weights,
-  // workgroups). Any other hand-over drops what is kept. A list handed over while profiling is
-  // kept as a place only, and runs encoded afresh.
+  // run, and kept in order with their dispatches' headers; submit_prepared runs the first kept
+  // with the parameters of a list recorded later that holds the same dispatches (kernels, weights,
+  // workgroups: the module checks, and so does this). Any other hand-over drops what is kept. A
+  // list handed over while profiling, or whose encoding failed, is kept as a place only: the list
+  // recorded again then runs encoded afresh (and meets the error, if it is one, itself).
   let preparing = false;
-  let prepared = [];  // [{ dispatches, buffers: [GPUCommandBuffer] } or null]
+  let prepared = [];  // [{ headers: Uint32Array, buffers: [GPUCommandBuffer] } or null]
   const profiling = () => profile.mode !== 0 && profile.supported;
+  const headersOf = (words, starts) => {
+    const h = new Uint32Array(starts.length * L.headerWords);
+    starts.forEach((p, i) => h.set(words.subarray(p, p + L.headerWords), i * L.headerWords));
+    return h;
+  };
+  const sameHeaders = (a, b) => a.length === b.length && a.every((v, i) => v === b[i]);
   const keepList = (words) => {
-    const n = startsOf(words).length;
-    if (profiling() || n > UNIFORM_SLOTS) {
+    const starts = startsOf(words);
+    if (profiling() || starts.length > UNIFORM_SLOTS) {
       prepared.push(null);
       return;
     }
-    const buffers = [];
-    run(words, null, buffers);
-    prepared.push({ dispatches: n, buffers });
+    try {
+      const buffers = [];
+      run(words, null, buffers);
+      prepared.push({ headers: headersOf(words, starts), buffers });
+    } catch {
+      prepared.push(null);
+    }
   };
+  // Returns 1 when the kept list ran, 0 when this one ran as submit runs it (dropping the rest).
   const runPrepared = (words) => {
     const k = prepared.shift();
     const starts = startsOf(words);
-    if (!k || k.dispatches !== starts.length || profiling()) {
-      if (k && k.dispatches !== starts.length) prepared = [];
+    if (!k || profiling() || !sameHeaders(k.headers, headersOf(words, starts))) {
+      prepared = [];
       run(words, null);
-      return;
+      return 0;
     }
     writeParams(words, starts, 0, starts.length);
     device.queue.submit(k.buffers);
+    return 1;
   };
 
   // Starts a read (read_start): runs the list with a copy of the bytes in its last submit.
@@ -364,6 +377,7 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
         if (kind === 0) {
           arena = buffers.length - 1;
           groups.clear();  // every cached group binds the arena
+          prepared = [];   // and so does every prepared list
         }
         return buffers.length - 1;
       } catch (e) {
@@ -408,11 +422,9 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
       preparing = mode === 1;
       if (mode !== 0) prepared = [];
     }),
-    // Runs the first list prepared with this list's parameters (the same dispatches, which the
-    // module has checked), or this list as submit does when none was kept for it.
-    submit_prepared: guarded((ptr, count) => {
-      handingOver(() => runPrepared(new Uint32Array(memory().buffer, ptr, count).slice()));
-    }),
+    // Runs the first list prepared with this list's parameters (the same dispatches), or this
+    // list as submit does; 1 in the first case.
+    submit_prepared: guarded((ptr, count) => handingOver(() => runPrepared(new Uint32Array(memory().buffer, ptr, count).slice())), 0),
     // Profiling: PROFILE_KERNELS or PROFILE_PASSES starts that mode (clearing what was summed),
     // 0 stops.
     profile(mode) {

@@ -148,11 +148,12 @@ class Backend {
   // run as ever, run from that preparation, and start sooner, where they are the same ops on the
   // same buffers as those prepared, whatever their parameters (positions, offsets in a buffer,
   // lengths that leave the work's shape as it was); elsewhere the preparation is dropped. Only
-  // where CanPrepare(); no Allocate, Upload or download may come in between. A preparation during
-  // which an op failed is dropped, its error with it.
+  // where CanPrepare(); between BeginPrepare and EndPrepare, Allocate, Upload and downloads fail.
+  // EndPrepare(false), or an op that failed meanwhile, drops the preparation (and that error);
+  // EndPrepare returns whether it is kept.
   virtual bool CanPrepare() const { return false; }
   virtual Status BeginPrepare() { return Unimplemented(Name() + ": preparing work ahead"); }
-  virtual void EndPrepare() {}
+  virtual bool EndPrepare(bool keep) { (void)keep; return false; }
   // Lists of work prepared, and run from their preparation, so far (benchmarks and tests).
   struct PreparedCounts {
     uint64_t prepared = 0, used = 0;

@@ -195,7 +195,8 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
   // follow. Once the verdict is in, that round runs from the preparation (its positions and the
   // state's row m differ only in parameters), so the host's hand-over of it is mostly done while
   // the GPU still runs this one. Nothing prepared runs unless recorded again; a preparation that
-  // fails is dropped, and the round is recorded as ever.
+  // fails is dropped, and the round is recorded as ever. (The adaptive policy's cost of a round
+  // includes the host's preparation of the next, which mostly overlaps the GPU's work.)
   const bool prepare = overlap && be.CanPrepare();
   uint64_t prepared_lists = 0;  // the lists of the round prepared last, until it is recorded
   auto prepare_next = [&](int nd, int remaining) {
@@ -205,11 +206,11 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     const uint64_t lists0 = be.prepared_counts().prepared;
     be.Copy(slots.tokens, slots.verdict.At(1), 1);
     be.Copy(state, target.hidden_rows().At(static_cast<size_t>(nd) * H), H);
-    // An error here is the real round's to report, when it is recorded.
-    (void)RecordGreedyRound(target, assistant, *cache, state, F32{state_b.get(), 0}, slots, next);
-    be.EndPrepare();
+    // An error here drops the preparation; it is the real round's to report, when recorded.
+    const Status s = RecordGreedyRound(target, assistant, *cache, state, F32{state_b.get(), 0}, slots, next);
+    const bool kept = be.EndPrepare(s.ok());
     (void)cache->Rollback(length);
-    prepared_lists = be.prepared_counts().prepared - lists0;
+    if (kept) prepared_lists = be.prepared_counts().prepared - lists0;
   };
 
   std::vector<int32_t> verify;

@@ -126,20 +126,20 @@ test('prepared lists run nothing until submit_prepared runs them with its parame
     bridge.prepare(0);
     assert.equal(encoders.made, 3, 'a submit each 128 dispatches, encoded ahead');
     const a2 = params(200, 6), b2 = params(57, 7);
-    bridge.submit_prepared(8192, list(a2));
-    bridge.submit_prepared(8192, list(b2));
+    assert.equal(bridge.submit_prepared(8192, list(a2)), 1);
+    assert.equal(bridge.submit_prepared(8192, list(b2)), 1);
     assert.equal(encoders.made, 3, 'the prepared lists run as they were encoded');
     // Nothing of a or b ran: only their dispatches, with a2's and b2's parameters.
     assert.deepEqual(await read(0), expected([...a2, ...b2]));
     // With nothing kept, submit_prepared runs its list as submit does.
     const c = params(9, 8);
-    bridge.submit_prepared(8192, list(c));
+    assert.equal(bridge.submit_prepared(8192, list(c)), 0);
     assert.deepEqual(await read(0), expected([...a2, ...b2, ...c]));
   });
 });
 
 test('a list submitted or read otherwise, or of other dispatches, drops what is prepared', async () => {
-  await withBridge(async ({ bridge, list, read, device }) => {
+  await withBridge(async ({ bridge, list, read, device, mem }) => {
     const encoders = countEncoders(device);
     const done = [];
     const prepareOne = (n, seed) => {
@@ -169,7 +169,26 @@ test('a list submitted or read otherwise, or of other dispatches, drops what is 
     made = encoders.made;
     step((p) => bridge.submit_prepared(8192, list(p)), params(10, 9));
     assert.equal(encoders.made, made + 1);
+    // Destroying a buffer drops what is prepared (it may bind it).
+    const weight = bridge.create_buffer(64, 1);
+    prepareOne(10, 10);
+    bridge.destroy_buffer(weight);
+    made = encoders.made;
+    step((p) => assert.equal(bridge.submit_prepared(8192, list(p)), 0), params(10, 11));
+    assert.equal(encoders.made, made + 1);
+    // The same count of dispatches, one of them binding a weight buffer (which the kernel does
+    // not read): the host sees the headers differ and runs the list afresh.
+    const other = bridge.create_buffer(64, 1);
+    prepareOne(10, 12);
+    const p = params(10, 13);
+    const count = list(p);
+    new Uint32Array(mem.buffer, 8192, count)[3 * RECORD + LAYOUT.weights] = other;
+    made = encoders.made;
+    assert.equal(bridge.submit_prepared(8192, count), 0);
+    assert.equal(encoders.made, made + 1);
+    done.push(...p);
     assert.deepEqual(await read(0), expected(done));
+    bridge.destroy_buffer(other);
   });
 });
 

@@ -58,8 +58,11 @@ void CommandList::Submit() {
     g4_gpu_submit(words_.data(), count);
   } else if (MatchesKept()) {
     kept_.pop_front();
-    ++lists_run_prepared_;
-    g4_gpu_submit_prepared(words_.data(), count);
+    if (g4_gpu_submit_prepared(words_.data(), count)) {
+      ++lists_run_prepared_;
+    } else {
+      kept_.clear();  // the host ran it afresh and dropped what it kept
+    }
   } else {
     kept_.clear();
     g4_gpu_submit(words_.data(), count);
@@ -69,8 +72,7 @@ void CommandList::Submit() {
 
 std::span<const uint32_t> CommandList::WordsForRead() {
   if (!preparing_ && !words_.empty() && MatchesKept()) {
-    ++lists_run_prepared_;
-    g4_gpu_submit_prepared(words_.data(), static_cast<uint32_t>(words_.size()));
+    if (g4_gpu_submit_prepared(words_.data(), static_cast<uint32_t>(words_.size()))) ++lists_run_prepared_;
     words_.clear();
   }
   kept_.clear();

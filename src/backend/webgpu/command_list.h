@@ -31,7 +31,8 @@ class CommandList {
   // record several dispatches between taking its words and the one that reads them, even where
   // the list is handed over in between, as long as it takes no other host words meanwhile (one
   // op's arrays go in one call). One of the last 64 arrays written since the region started is
-  // reused.
+  // reused. While preparing it writes nothing and returns the region's start: the lists prepared
+  // run with the parameters of the lists recorded again, which take their own words.
   uint32_t HostWords(const void* data, size_t n);
 
   // Hands the list over to run (g4_gpu_submit), if it holds anything: while preparing, to be
@@ -40,7 +41,8 @@ class CommandList {
   void Submit();
   // The list, for a call that hands it over itself with a read (g4_gpu_read_start), which drops
   // what is kept; Handed() after it. A list that matches the first kept one is run from it here,
-  // and what is left to hand over with the read is empty.
+  // and what is left to hand over with the read is empty. Not while preparing (reads are refused
+  // then).
   std::span<const uint32_t> WordsForRead();
   void Handed();
 
@@ -54,6 +56,7 @@ class CommandList {
   void DropPrepared();
   bool preparing() const { return preparing_; }
   uint64_t lists_prepared() const { return lists_prepared_; }
+  // Lists that ran from what the host kept (it confirms each).
   uint64_t lists_run_prepared() const { return lists_run_prepared_; }
 
   uint64_t dispatches() const { return dispatches_; }

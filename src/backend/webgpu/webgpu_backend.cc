@@ -174,11 +174,15 @@ Status WebGpuBackend::BeginPrepare() {
 }
 
 // An op that failed while preparing (error_ was clear at BeginPrepare) fails only the preparation.
-void WebGpuBackend::EndPrepare() {
-  if (!cmds_.preparing()) return;
-  if (error_.ok()) return cmds_.EndPrepare();
+bool WebGpuBackend::EndPrepare(bool keep) {
+  if (!cmds_.preparing()) return false;
+  if (keep && error_.ok()) {
+    cmds_.EndPrepare();
+    return true;
+  }
   error_ = Status::Ok();
   cmds_.DropPrepared();
+  return false;
 }
 
 // --- measurement
