@@ -49,11 +49,7 @@ void CommandList::Submit() {
   if (words_.empty()) return Handed();
   const uint32_t count = static_cast<uint32_t>(words_.size());
   if (preparing_) {
-    std::vector<uint32_t> headers;
-    for (size_t at = 0; at < words_.size(); at += wire::kHeaderWords + words_[at + wire::kParamWords]) {
-      headers.insert(headers.end(), words_.begin() + at, words_.begin() + at + wire::kHeaderWords);
-    }
-    kept_.push_back(std::move(headers));
+    kept_.push_back(Headers());
     ++lists_prepared_;
     g4_gpu_submit(words_.data(), count);
   } else if (MatchesKept()) {
@@ -79,18 +75,15 @@ std::span<const uint32_t> CommandList::WordsForRead() {
   return words_;
 }
 
-bool CommandList::MatchesKept() const {
-  if (kept_.empty()) return false;
-  const std::vector<uint32_t>& h = kept_.front();
-  size_t k = 0;
+std::vector<uint32_t> CommandList::Headers() const {
+  std::vector<uint32_t> headers;
   for (size_t at = 0; at < words_.size(); at += wire::kHeaderWords + words_[at + wire::kParamWords]) {
-    if (k + wire::kHeaderWords > h.size() || !std::equal(h.begin() + k, h.begin() + k + wire::kHeaderWords, words_.begin() + at)) {
-      return false;
-    }
-    k += wire::kHeaderWords;
+    headers.insert(headers.end(), words_.begin() + at, words_.begin() + at + wire::kHeaderWords);
   }
-  return k == h.size();
+  return headers;
 }
+
+bool CommandList::MatchesKept() const { return !kept_.empty() && kept_.front() == Headers(); }
 
 void CommandList::BeginPrepare() {
   Submit();

@@ -75,7 +75,9 @@ class CommandList {
   uint64_t dispatches_ = 0;
   uint64_t host_used_ = 0;
   std::vector<std::pair<std::vector<uint32_t>, uint32_t>> host_written_;  // the region's last arrays
-  // Whether words_ holds the same dispatches as the first kept list (its headers).
+  // words_'s dispatch headers, one after the other: what a kept list is known by.
+  std::vector<uint32_t> Headers() const;
+  // Whether words_ holds the same dispatches as the first kept list.
   bool MatchesKept() const;
   bool preparing_ = false;
   std::deque<std::vector<uint32_t>> kept_;  // the kept lists' dispatch headers, in order
