@@ -185,10 +185,17 @@ fn oct_dots_q8(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, w: array<Oc
   }
 }
 
-// The sums a team reduces: each row's products, then (PRE) each row's join sums. PRE comes with
-// one row (JoinPlaceFor), which keeps the exchange below within kMatVecOwnWorkgroupBytes
-// (dispatch_policy.h).
-const SUMS = select(ROWS, 2u * ROWS, PRE);
+// The sums a team reduces. A row's sums are a vec4 (products 0 and 1, squares 2, delta squares 3);
+// with PRE (one row: JoinPlaceFor, which keeps the exchange below within
+// kMatVecOwnWorkgroupBytes, dispatch_policy.h) that vec4 and the join's. Otherwise only the
+// PER_ROW values a row uses (its streams' products, then its squares) are summed, the rows'
+// packed one after another into PACKS vec4s: every add of a reduction then carries four values,
+// and a reduction of several rows costs what one row's does.
+const PER_ROW = STREAMS + select(0u, 1u, NORMED);
+const PACKS = (ROWS * PER_ROW + 3u) / 4u;
+const SUMS = select(PACKS, 2u * ROWS, PRE);
+// Where value j of a row sits in its vec4 of sums: its streams' products first, then its squares.
+fn sum_slot(j: u32) -> u32 { return select(j, 2u, j >= STREAMS); }
 
 // With TEAMS > 1: each of v's sums (valid in each team's lane 0) summed over a feature's teams,
 // valid in its first team's lane 0; every row's sums (and the join's) go in one exchange, one
@@ -298,14 +305,31 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   for (var r = 0u; r < ROWS; r++) {
     var s = vec4<f32>(0.0, 0.0, sq[r], pre_dd[r]);
     for (var k = 0u; k < STREAMS; k++) { s[k] = acc[k][r]; }
-    sums[r] = team_sums(lid.x, lane, s);
-    if (PRE) { sums[ROWS + r] = team_sums(lid.x, lane, pre_sums[r]); }
+    if (PRE) {
+      sums[r] = s;
+      sums[ROWS + r] = pre_sums[r];
+    } else {
+      for (var j = 0u; j < PER_ROW; j++) {
+        let i = r * PER_ROW + j;
+        sums[i / 4u][i % 4u] = s[sum_slot(j)];
+      }
+    }
   }
+  for (var k = 0u; k < SUMS; k++) { sums[k] = team_sums(lid.x, lane, sums[k]); }
   if (TEAMS > 1u) { teams_sum(team, lane, slice, &sums); }
   for (var r = 0u; r < ROWS; r++) {
+    var s = vec4<f32>(0.0);
     var p = vec4<f32>(0.0);
-    if (PRE) { p = sums[min(ROWS + r, SUMS - 1u)]; }
-    if (lane == 0u && slice == 0u && o < outs && r < rows) { write_row(r, o, sums[r], p, second); }
+    if (PRE) {
+      s = sums[min(r, SUMS - 1u)];
+      p = sums[min(ROWS + r, SUMS - 1u)];
+    } else {
+      for (var j = 0u; j < PER_ROW; j++) {
+        let i = r * PER_ROW + j;
+        s[sum_slot(j)] = sums[min(i / 4u, SUMS - 1u)][i % 4u];
+      }
+    }
+    if (lane == 0u && slice == 0u && o < outs && r < rows) { write_row(r, o, s, p, second); }
   }
   if (PRE) { pre_write(lane, o == 0u && slice == 0u, rows, ins, x); }
   for (var b = 1u; b < NB; b++) { gate_up_block(g * NB + b, lid.x, team, lane); }
