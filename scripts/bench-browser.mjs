@@ -7,7 +7,7 @@
 //   node scripts/bench-browser.mjs --model DIR --assistant DIR [--tokenizer FILE]
 //        [--prompt-tokens N] [--decode-tokens N] [--reps N] [--only node|browser]
 //        [--chromium PATH] [--gpu] [--chromium-flag FLAG]... [--wasm FILE]... [--gpu-validation on|off]
-//        [--submit-dispatches N[,N...]] [--timeout S] [--json]
+//        [--submit-dispatches N[,N...]] [--decode-ahead N[,N...]] [--timeout S] [--json]
 // The prompts are text: --tokenizer where the model's folder has no tokenizer.json (a synthetic
 // model: a tokenizer with at least its vocabulary's ids). Defaults: the demo pair, 512 prompt
 // tokens, 128 decoded, two of each request (the best kept), Debian's Chromium (/usr/bin/chromium)
@@ -22,7 +22,9 @@
 // Dawn skip validating the runtime's calls, the kernels' bounds checks and the zeroing of their
 // workgroup memory (the browser always does all three).
 // --submit-dispatches runs each side once per value of the runtime's submitDispatches
-// (docs/API.md): 4096 puts all of a step's dispatches in one compute pass.
+// (docs/API.md): 4096 puts all of a step's dispatches in one compute pass. --decode-ahead runs
+// each side once per value of the load option decodeAhead (0: nothing recorded ahead of a read,
+// no speculative round prepared), for each --submit-dispatches value.
 import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
@@ -47,7 +49,7 @@ const fail = (message) => {
 const OPTIONS = { gpu: { type: 'boolean' }, json: { type: 'boolean' }, 'chromium-flag': { type: 'string', multiple: true },
                   wasm: { type: 'string', multiple: true } };
 for (const name of ['model', 'assistant', 'tokenizer', 'prompt-tokens', 'decode-tokens', 'reps', 'only', 'chromium',
-                    'gpu-validation', 'submit-dispatches', 'timeout']) OPTIONS[name] = { type: 'string' };
+                    'gpu-validation', 'submit-dispatches', 'decode-ahead', 'timeout']) OPTIONS[name] = { type: 'string' };
 let parsed;
 try {
   parsed = parseArgs({ options: OPTIONS, strict: true, allowPositionals: false, tokens: true });
@@ -83,6 +85,12 @@ const submits = opt('submit-dispatches') === undefined ? [undefined] : opt('subm
   }
   return Number(v);
 });
+const aheads = opt('decode-ahead') === undefined ? [undefined] : opt('decode-ahead').split(',').map((v) => {
+  if (!/^\d+$/.test(v) || Number(v) > 16) fail(`--decode-ahead takes whole numbers from 0 to 16, not '${v}'`);
+  return Number(v);
+});
+// Each side's runs: every submit size with every decodeAhead.
+const configs = submits.flatMap((submitDispatches) => aheads.map((decodeAhead) => ({ submitDispatches, decodeAhead })));
 const only = opt('only');
 if (only !== undefined && only !== 'node' && only !== 'browser') fail(`--only takes node or browser, not '${only}'`);
 const executablePath = opt('chromium', '/usr/bin/chromium');
@@ -122,9 +130,12 @@ function fileRoutes(prefix, dir) {
   return routes;
 }
 
-const submitLabel = (n) => (n ? `, ${n} a submit` : '');
+const configLabel = ({ submitDispatches, decodeAhead }) =>
+  `${submitDispatches ? `, ${submitDispatches} a submit` : ''}${decodeAhead !== undefined ? `, decodeAhead ${decodeAhead}` : ''}`;
+const loadOptionsOf = ({ decodeAhead }) => (decodeAhead !== undefined ? { decodeAhead } : {});
 
-async function inNode(wasm, submitDispatches) {
+async function inNode(wasm, config) {
+  const { submitDispatches } = config;
   const webgpu = await import('webgpu');
   Object.assign(globalThis, webgpu.globals);
   const dispatch = { ...await dispatchCost(dawnInstance(webgpu, { validation: validation === 'on' }),
@@ -134,8 +145,9 @@ async function inNode(wasm, submitDispatches) {
   const factory = Object.values(mod).find((f) => typeof f === 'function');
   const factoryOptions = { ...(wasm ? { wasm } : {}), ...(validation === 'off' ? { gpuValidation: false } : {}),
                            ...(submitDispatches ? { submitDispatches } : {}) };
-  const runtime = await benchRuntime(factory, { target: model, assistant, tokenizer, ...measure, factoryOptions });
-  return { where: `node (Dawn${validation === 'off' ? ', validation off' : ''}${submitLabel(submitDispatches)})` +
+  const runtime = await benchRuntime(factory, { target: model, assistant, tokenizer, ...measure, factoryOptions,
+                                                loadOptions: loadOptionsOf(config) });
+  return { where: `node (Dawn${validation === 'off' ? ', validation off' : ''}${configLabel(config)})` +
                   `${wasm ? ` ${basename(wasm)}` : ''}`, ...dispatch, ...runtime };
 }
 
@@ -165,23 +177,29 @@ async function inBrowser() {
     page.on('console', (m) => { if (!m.text().includes('404')) console.error(`[page] ${m.text()}`); });
     page.on('pageerror', (e) => console.error(`[page error] ${e.message}`));
     await page.goto(`${base}/bench/`);
-    const results = await page.evaluate(async ({ base, build, tokenizer, measure, gpu, submits }) => {
+    const results = await page.evaluate(async ({ base, build, tokenizer, measure, gpu, configs }) => {
       const { benchRuntime, bridgeCost, dispatchCost } = await import(`${base}/scripts/bench-runtime.mjs`);
       const mod = await import(`${base}/dist/${build}.mjs`);
       const factory = Object.values(mod).find((f) => typeof f === 'function');
       const dispatch = { ...await dispatchCost(navigator.gpu), ...bridgeCost() };
       if (gpu && dispatch.software) throw new Error(`Chromium gave a software adapter (${dispatch.adapter}), not a GPU`);
       const out = [];
-      for (const submitDispatches of submits) {
+      for (const { submitDispatches, decodeAhead } of configs) {
         const runtime = await benchRuntime(factory, { target: `${base}/bench/target/`, assistant: `${base}/bench/assistant/`,
                                                        tokenizer: tokenizer && `${base}/bench/tokenizer/${tokenizer}`, ...measure,
-                                                       factoryOptions: submitDispatches ? { submitDispatches } : {} });
-        out.push({ submitDispatches, isolated: self.crossOriginIsolated, ...dispatch, ...runtime });
+                                                       factoryOptions: submitDispatches ? { submitDispatches } : {},
+                                                       loadOptions: decodeAhead >= 0 ? { decodeAhead } : {} });
+        out.push({ config: { submitDispatches, decodeAhead }, isolated: self.crossOriginIsolated, ...dispatch, ...runtime });
       }
       return out;
-    }, { base, build: mtp.file, tokenizer: tokenizer && basename(tokenizer), measure, gpu, submits: submits.map((n) => n ?? 0) });
+    }, { base, build: mtp.file, tokenizer: tokenizer && basename(tokenizer), measure, gpu,
+         configs: configs.map(({ submitDispatches, decodeAhead }) => ({ submitDispatches: submitDispatches ?? 0,
+                                                                        decodeAhead: decodeAhead ?? -1 })) });
     const version = context.browser()?.version() ?? '';
-    return results.map(({ submitDispatches, ...r }) => ({ where: `chromium ${version}${submitLabel(submitDispatches)}`.trim(), ...r }));
+    return results.map(({ config, ...r }) => ({
+      where: `chromium ${version}${configLabel({ submitDispatches: config.submitDispatches || undefined,
+                                                  decodeAhead: config.decodeAhead >= 0 ? config.decodeAhead : undefined })}`.trim(),
+      ...r }));
   } finally {
     await context?.close();
     server.closeAllConnections?.();
@@ -190,7 +208,7 @@ async function inBrowser() {
   }
 }
 
-const runs = [...(wasms.length ? wasms : [undefined]).flatMap((w) => submits.map((n) => ['node', () => inNode(w, n)])),
+const runs = [...(wasms.length ? wasms : [undefined]).flatMap((w) => configs.map((c) => ['node', () => inNode(w, c)])),
               ['browser', inBrowser]];
 // A stalled GPU or page must not hang the run.
 setTimeout(() => fail(`the run took over ${timeoutS} s (--timeout)`), timeoutS * 1000).unref();

@@ -25,11 +25,11 @@ const words = (n) => 'The' + ' sea'.repeat(n);
 
 // factoryOptions: what the factory takes (a wasm module of another build, gpuValidation, cache).
 export async function benchRuntime(factory, { target, assistant, tokenizer, promptTokens = 512, decodeTokens = 128,
-                                               reps = 2, factoryOptions = {} } = {}) {
+                                               reps = 2, factoryOptions = {}, loadOptions = {} } = {}) {
   const rt = await factory(factoryOptions);
   const t0 = performance.now();
   // A fixed K: every round drafts K tokens and verifies K + 1 rows, whatever the acceptance.
-  await rt.load({ target, assistant, draftPolicy: 'fixed', ...(tokenizer ? { tokenizer } : {}) });
+  await rt.load({ target, assistant, draftPolicy: 'fixed', ...(tokenizer ? { tokenizer } : {}), ...loadOptions });
   const loadMs = performance.now() - t0;
   const ask = (prompt, maxTokens, mtp) => rt.chat.completions.create({ prompt, max_tokens: maxTokens, temperature: 0, mtp })
     .then((r) => r.usage);

@@ -153,6 +153,11 @@ TEST(Engine, OpenAndReserveCheckTheirOptionsWithTheTable) {
   EXPECT_EQ(e.status().message(), "draft_tokens must be an integer in [1, " + std::to_string(kMaxDraftTokens) +
                                       "], not " + std::to_string(kMaxDraftTokens + 1));
   o.draft_tokens = 2;
+  o.decode_ahead = 17;
+  e = Engine::Open(o);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().message(), "decode_ahead must be an integer in [0, 16], not 17");
+  o.decode_ahead = -1;  // the backend's default
   e = Engine::Open(o);
   ASSERT_TRUE(e.ok());
   Status s = (*e)->Reserve((1 << 24) + 1, Cpu());

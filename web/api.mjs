@@ -36,7 +36,7 @@ export function checkKeys(what, obj, known) {
 
 const FACTORY_OPTIONS = ['device', 'backend', 'wasm', 'worker', 'cache', 'log', 'gpuValidation', 'submitDispatches'];
 const LOAD_OPTIONS = ['target', 'assistant', 'tokenizer', 'onProgress', 'contextLength', 'draftTokens', 'draftPolicy',
-                      'gpuFill'];
+                      'gpuFill', 'decodeAhead'];
 const CREATE_OPTIONS = ['model', 'messages', 'stream', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p',
                         'top_k', 'seed', 'stop', 'mtp', 'prompt'];
 
@@ -308,6 +308,7 @@ class Runtime {
       const gpuFill = checkLimit('load', 'gpuFill', args.gpuFill, limits.gpu_fill) ?? measuredFill.get(fillKey) ??
                       limits.gpu_fill.default;
       if (!device && gpuFill) throw new TypeError('gemma4 load: gpuFill goes with the webgpu backend');
+      const decodeAhead = checkLimit('load', 'decodeAhead', args.decodeAhead, limits.decode_ahead);
       if (fresh) {
         // A tokenizer given apart is not looked for beside the target.
         await target.describe(args.tokenizer != null ? ['tokenizer.json'] : []);
@@ -322,6 +323,7 @@ class Runtime {
       const request = { target: '/target', context, draft_tokens: draftTokens, draft_policy: draftPolicy,
                         gpu_fill: gpuFill, backend: device ? 'webgpu' : 'cpu' };
       if (assistant) request.assistant = '/assistant';
+      if (decodeAhead !== undefined) request.decode_ahead = decodeAhead;
       const [p, n] = inst.put(JSON.stringify(request));
       rt = await inst.call('g4_rt_create', p, n);
       inst.exports.free(p);

@@ -52,7 +52,7 @@ int RunGenerate(const std::vector<std::string>& argv) {
   auto parsed = Args::Parse(argv,
                             {"model", "prompt-ids", "prompt", "max-new-tokens", "temperature", "top-k", "top-p",
                              "seed", "backend", "top-logits", "threads", "tokenizer", "assistant", "draft-tokens",
-                             "draft-policy", "gpu-fill"},
+                             "draft-policy", "gpu-fill", "decode-ahead"},
                             {"json", "chat"});
   if (!parsed.ok()) return Fail(parsed.status());
   const Args& a = *parsed;
@@ -63,6 +63,9 @@ int RunGenerate(const std::vector<std::string>& argv) {
   if (a.Has("chat") && !a.Has("prompt")) return Fail(InvalidArgument("generate: --chat goes with --prompt TEXT"));
   auto engine_options = EngineOptionsFor(a, "generate");
   if (!engine_options.ok()) return Fail(engine_options.status());
+  auto ahead = a.GetOption(limits::kDecodeAhead);
+  if (!ahead.ok()) return Fail(ahead.status());
+  if (*ahead) engine_options->decode_ahead = static_cast<int>(**ahead);
   // Flags of the limits table: unset ones take the CLI's defaults (greedy, 32 tokens), but the
   // seed, which is random unless given.
   using namespace limits;

@@ -12,7 +12,7 @@ const char kUsage[] =
     "usage: gemma4 COMMAND [flags]\n"
     "  generate --model DIR (--prompt-ids 2,105,... | --prompt TEXT) [--max-new-tokens N]\n"
     "           [--temperature T] [--top-k K] [--top-p P] [--seed S] [--backend cpu] [--threads N]\n"
-    "           [--top-logits K] [--json] [--chat] [--tokenizer FILE]\n"
+    "           [--top-logits K] [--json] [--chat] [--tokenizer FILE] [--decode-ahead N]\n"
     "           [--assistant DIR [--draft-tokens K] [--draft-policy adaptive|fixed]]\n"
     "  tokenize --tokenizer FILE (--text T | --text-file F) [--json] | --bench [--text-file F]\n"
     "  inspect  --model DIR [--assistant DIR] [--context N]   (tensors, bytes, memory at a context: 4096 by\n"

@@ -12,11 +12,15 @@ namespace g4 {
 Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   if (options.target.empty()) return InvalidArgument("a target model's folder is required");
   G4_RETURN_IF_ERROR(CheckLimit(limits::kDraftTokens, options.draft_tokens, limits::kDraftTokens.key));
+  if (options.decode_ahead != -1) {
+    G4_RETURN_IF_ERROR(CheckLimit(limits::kDecodeAhead, options.decode_ahead, limits::kDecodeAhead.key));
+  }
   std::unique_ptr<Engine> e(new Engine());
   e->target_dir_ = options.target;
   e->assistant_dir_ = options.assistant;
   e->draft_tokens_ = options.draft_tokens;
   e->draft_policy_ = options.draft_policy;
+  e->decode_ahead_ = options.decode_ahead;
   G4_ASSIGN_OR_RETURN(e->config_, LoadModelConfig(options.target));
   using Use = EngineOptions::TokenizerUse;
   if (options.tokenizer_use != Use::kNone) {
@@ -162,7 +166,7 @@ Result<EngineAnswer> Engine::Generate(const EngineRequest& request, const Engine
   G4_RETURN_IF_ERROR(CheckLimit(limits::kTopLogits, request.top_logits, limits::kTopLogits.key));
   opt.top_logits = request.top_logits;
   opt.stop_ids = request.stop_ids;
-  opt.decode_ahead = request.decode_ahead;
+  opt.decode_ahead = request.decode_ahead != -1 ? request.decode_ahead : decode_ahead_;
   const bool speculative = request.speculative.value_or(assistant_ != nullptr);
   if (speculative && !assistant_) return FailedPrecondition("speculative decoding needs an assistant");
 

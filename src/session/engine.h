@@ -47,6 +47,7 @@ struct EngineOptions {
   std::string tokenizer_needed_by;  // kRequired: why, for its errors ("--prompt needs a tokenizer")
   int draft_tokens = static_cast<int>(limits::kDraftTokens.fallback);
   DraftPolicyKind draft_policy = DraftPolicyKind::kAdaptive;  // limits::kDraftPolicy's default
+  int decode_ahead = -1;  // limits::kDecodeAhead; -1: the backend's default (GenerateOptions)
 };
 
 // What a backend is made for: a run of up to `positions` (the context plus a last round's drafts)
@@ -79,7 +80,7 @@ struct EngineRequest {
   std::optional<int> draft_tokens;
   int top_logits = 0;
   std::vector<int> stop_ids;  // empty: the model's eos ids
-  int decode_ahead = -1;      // GenerateOptions::decode_ahead
+  int decode_ahead = -1;      // GenerateOptions::decode_ahead; -1: the engine's (EngineOptions)
 };
 
 struct EngineCallbacks {
@@ -150,6 +151,7 @@ class Engine {
   std::string target_dir_, assistant_dir_;
   int draft_tokens_ = 0;
   DraftPolicyKind draft_policy_ = DraftPolicyKind::kAdaptive;
+  int decode_ahead_ = -1;
   int64_t context_ = 0;
   ModelConfig config_;
   Model::MemoryEstimate estimate_;

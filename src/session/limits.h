@@ -70,6 +70,13 @@ inline constexpr Limit kGpuFill{"gpu_fill", "gpu-fill", "gpuFill", LimitKind::kI
                                 "0 (measured at load)",
                                 "WebGPU workgroups that keep the device busy, which decide how work is split: 0 "
                                 "measures it; the value a load reports repeats its sums, and seeded sampling, exactly"};
+// Recording ahead of reads keeps the GPU fed while the host waits on a read; 0 turns it off
+// (each step or round recorded once the read before it is in), for a device shared with other
+// work or to measure what it buys.
+inline constexpr Limit kDecodeAhead{"decode_ahead", "decode-ahead", "decodeAhead", LimitKind::kInteger, 0, 16, false,
+                                    kNoDefault, kNoDefault, "1 where the backend's reads overlap its work (WebGPU), else 0",
+                                    "decode steps recorded ahead of the read before them (greedy speculative rounds: one "
+                                    "prepared ahead unless 0)"};
 inline constexpr Limit kMaxTokens{"max_tokens", "max-new-tokens", "max_tokens", LimitKind::kInteger, 0, 1 << 24, false,
                                   kNoDefault, 32, "the rest of the context (API); 32 (CLI)",
                                   "tokens to generate at most"};
@@ -92,7 +99,7 @@ inline constexpr Limit kThreads{"threads", "threads", "", LimitKind::kInteger, 0
 inline constexpr Limit kTopLogits{"top_logits", "top-logits", "", LimitKind::kInteger, 0, 1 << 20, false, 0,
                                   kNoDefault, "0", "the k best final logits recorded per generated token"};
 
-inline constexpr const Limit* kAllLimits[] = {&kContext, &kDraftTokens, &kDraftPolicy, &kGpuFill, &kMaxTokens,
+inline constexpr const Limit* kAllLimits[] = {&kContext, &kDraftTokens, &kDraftPolicy, &kGpuFill, &kDecodeAhead, &kMaxTokens,
                                               &kTemperature, &kTopK, &kTopP, &kSeed, &kThreads, &kTopLogits};
 
 }  // namespace limits

@@ -120,7 +120,8 @@ Result<g4::BackendFactory> BackendFor(const std::string& name, uint64_t fill) {
 
 Result<std::unique_ptr<g4::Engine>> Create(const json& request) {
   Fields f(request);
-  G4_RETURN_IF_ERROR(f.CheckKnown({"target", "assistant", "context", "backend", "draft_tokens", "draft_policy", "gpu_fill"}));
+  G4_RETURN_IF_ERROR(
+      f.CheckKnown({"target", "assistant", "context", "backend", "draft_tokens", "draft_policy", "gpu_fill", "decode_ahead"}));
   g4::EngineOptions options;
   options.target = f.String("target");
   options.assistant = f.String("assistant");
@@ -130,6 +131,7 @@ Result<std::unique_ptr<g4::Engine>> Create(const json& request) {
   const std::string policy = f.Choice(g4::limits::kDraftPolicy).value_or(g4::Choices(g4::limits::kDraftPolicy)[0]);
   const std::string backend = f.Has("backend") ? f.String("backend") : "webgpu";
   const double fill = f.Number(g4::limits::kGpuFill).value_or(g4::limits::kGpuFill.fallback);
+  options.decode_ahead = static_cast<int>(f.Number(g4::limits::kDecodeAhead).value_or(-1));
   G4_RETURN_IF_ERROR(f.status());
   G4_ASSIGN_OR_RETURN(options.draft_policy, g4::ParseDraftPolicy(policy, g4::limits::kDraftPolicy.key));
   if (options.target.empty()) return g4::InvalidArgument("target is required");
@@ -204,7 +206,7 @@ Result<json> Generate(g4::Engine& engine, const json& request) {
 }  // namespace
 
 // A runtime for the request (JSON: target, assistant, context, backend, draft_tokens,
-// draft_policy, gpu_fill): the configuration and the tokenizer read, checked against the adapter and the
+// draft_policy, gpu_fill, decode_ahead): the configuration and the tokenizer read, checked against the adapter and the
 // backend made, no weights yet; null on error.
 G4_EXPORT(g4_rt_create) Runtime* g4_rt_create(const char* request, uint32_t length) {
   auto j = ParseObject(request, length);

@@ -14,13 +14,16 @@ const pair = ['--model', join(root, 'testdata/models/e2b_mini'), '--assistant', 
               '--tokenizer', join(root, 'testdata/tokenizers/mini/tokenizer.json')];
 const bench = (args) => spawnSync(process.execPath, [script, ...args], { cwd: root, encoding: 'utf8' });
 
-test('the Node side measures prefill, plain decode and K=2 rounds', () => {
-  const r = bench([...pair, '--prompt-tokens', '40', '--decode-tokens', '6', '--reps', '1', '--only', 'node', '--json']);
+test('the Node side measures prefill, plain decode and K=2 rounds, once per decodeAhead asked', () => {
+  const r = bench([...pair, '--prompt-tokens', '40', '--decode-tokens', '6', '--reps', '1', '--only', 'node',
+                   '--decode-ahead', '0,1', '--json']);
   assert.equal(r.status, 0, r.stderr);
   const { rows } = JSON.parse(r.stdout.trim().split('\n').pop());
-  assert.equal(rows.length, 1);
-  const row = rows[0];
-  assert.match(row.where, /^node \(Dawn\)/);
+  assert.deepEqual(rows.map((row) => row.where), ['node (Dawn, decodeAhead 0)', 'node (Dawn, decodeAhead 1)']);
+  for (const row of rows) checkRow(row);
+});
+
+function checkRow(row) {
   assert.equal(row.software, true, `lavapipe is a software adapter: ${row.adapter}`);
   // The prompt is sized from two probes of the tokenizer: within a word's tokens of the ask.
   assert.ok(Math.abs(row.prompt_tokens - 40) <= 4, `prompt of ${row.prompt_tokens} tokens`);
@@ -42,7 +45,7 @@ test('the Node side measures prefill, plain decode and K=2 rounds', () => {
   assert.ok(row.bridge_us_per_dispatch < row.bridge_device_us_per_dispatch,
             `the bridge's own ${row.bridge_us_per_dispatch} us against its hand-over's ${row.bridge_device_us_per_dispatch}`);
   assert.equal(row.bridge_submit_dispatches, 128);
-});
+}
 
 test('bad options are refused, naming the option', () => {
   for (const [args, named] of [
@@ -54,6 +57,7 @@ test('bad options are refused, naming the option', () => {
     [['--reps', '0'], /--reps takes a whole number of at least 1, not '0'/],
     [['--gpu-validation', 'maybe'], /--gpu-validation takes on or off/],
     [['--submit-dispatches', '128,0'], /--submit-dispatches takes whole numbers from 1 to 4096, not '0'/],
+    [['--decode-ahead', '0,17'], /--decode-ahead takes whole numbers from 0 to 16, not '17'/],
     [['--wasm', join(root, 'no-such.wasm')], /--wasm .*no-such\.wasm: no such file/],
     [['--model', join(root, 'testdata')], /--model .*testdata: no config\.json there/],
     [['--model', join(root, 'testdata/models/e2b_mini'), '--assistant', join(root, 'testdata/models/e2b_mini/assistant_centroid')],

@@ -90,7 +90,7 @@ test('load options: the API and the module accept and refuse the same edge value
   const bare = await bareModule();
   const g = await createGemma4({ backend: 'cpu' });
   for (const [js, key] of [['contextLength', 'context'], ['draftTokens', 'draft_tokens'], ['draftPolicy', 'draft_policy'],
-                         ['gpuFill', 'gpu_fill']]) {
+                         ['gpuFill', 'gpu_fill'], ['decodeAhead', 'decode_ahead']]) {
     const l = bare.limits[key];
     assert.equal(l.js, js);
     for (const v of edges(l)) {
