@@ -242,7 +242,8 @@ const rowText = (r) => {
     `  load ${r.load_s.toFixed(1)} s; prefill ${r.prefill_tokens_per_s.toFixed(0)} tok/s (${r.prompt_tokens} tokens); ` +
     `decode ${r.decode_tokens_per_s.toFixed(1)} tok/s (step ${r.step_ms.toFixed(2)} ms)\n` +
     `  with the assistant (K=${r.draft_tokens}): ${r.mtp_tokens_per_s.toFixed(1)} tok/s, ${r.rounds} rounds of ` +
-    `${r.round_ms.toFixed(2)} ms = ${r.round_per_step.toFixed(3)}x a step, acceptance ${(100 * r.acceptance_rate).toFixed(1)}%`;
+    `${r.round_ms.toFixed(2)} ms = ${r.round_per_step.toFixed(3)}x a step, acceptance ${(100 * r.acceptance_rate).toFixed(1)}%; ` +
+    `${r.prepared_rounds} prepared while the one before ran, ${r.prepared_rounds_run} run so`;
 };
 const texts = rows.map(rowText);
 if (parsed.values.json) {

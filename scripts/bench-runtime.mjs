@@ -74,6 +74,8 @@ export async function benchRuntime(factory, { target, assistant, tokenizer, prom
       draft_tokens: fastest.speculative.draft_tokens,
       rounds: fastest.speculative.rounds,
       acceptance_rate: fastest.speculative.acceptance_rate,
+      prepared_rounds: fastest.speculative.prepared_rounds,
+      prepared_rounds_run: fastest.speculative.prepared_rounds_run,
       round_ms: roundMs,
       round_per_step: roundMs / stepMs,
     };

@@ -113,6 +113,10 @@ export interface SpeculativeCounters {
   draft_policy: 'adaptive' | 'fixed';
   /** Rounds by the drafts they made, 0..draft_tokens (0: plain steps). */
   rounds_per_k: number[];
+  /** Greedy rounds prepared while the round before ran (WebGPU, decodeAhead > 0), and of those
+   *  the ones that ran from their preparation. */
+  prepared_rounds: number;
+  prepared_rounds_run: number;
 }
 
 export interface Usage {

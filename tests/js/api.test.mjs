@@ -83,6 +83,9 @@ test('plain and speculative runtimes answer with the CPU reference text', { time
   assert.equal(spec.draft_policy, 'adaptive');
   assert.equal(spec.rounds_per_k.length, 3);
   assert.equal(spec.rounds_per_k.reduce((a, b) => a + b, 0), spec.rounds);
+  // Greedy rounds are prepared while the one before runs (WebGPU), never the first.
+  assert.ok(spec.prepared_rounds_run <= spec.prepared_rounds && spec.prepared_rounds <= spec.rounds - 1,
+            `${spec.prepared_rounds_run} of ${spec.prepared_rounds} prepared rounds ran so, of ${spec.rounds}`);
   assert.equal(off.last.usage.speculative.rounds, 0);
   // The counters move while the request runs, not only at its end.
   const during = on.seen[on.seen.length - 3];
@@ -154,6 +157,8 @@ test('plain and speculative runtimes answer with the CPU reference text', { time
     assert.equal(spec.draft_policy, 'fixed');
     // Every round drafts K = 2 but the last ones, which draft what the budget leaves.
     assert.ok(spec.rounds_per_k[2] >= spec.rounds - 2, `rounds by drafts ${spec.rounds_per_k}`);
+    // Sampled rounds read their logits back: none is prepared ahead.
+    assert.equal(spec.prepared_rounds, 0);
     await fixed.unload();
   });
 

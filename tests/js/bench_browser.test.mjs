@@ -21,6 +21,10 @@ test('the Node side measures prefill, plain decode and K=2 rounds, once per deco
   const { rows } = JSON.parse(r.stdout.trim().split('\n').pop());
   assert.deepEqual(rows.map((row) => row.where), ['node (Dawn, decodeAhead 0)', 'node (Dawn, decodeAhead 1)']);
   for (const row of rows) checkRow(row);
+  // Rounds are prepared while the one before runs only with decodeAhead above 0.
+  assert.equal(rows[0].prepared_rounds, 0);
+  assert.ok(rows[1].prepared_rounds >= 1 && rows[1].prepared_rounds <= rows[1].rounds - 1, `${rows[1].prepared_rounds}`);
+  assert.ok(rows[1].prepared_rounds_run <= rows[1].prepared_rounds);
 });
 
 function checkRow(row) {
