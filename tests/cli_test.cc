@@ -105,6 +105,17 @@ TEST(Cli, FlagErrorsSayWhatIsWrong) {
   EXPECT_NE(r.out.find("--top-p must be a number in (0, 1], not 0"), std::string::npos) << r.out;
   r = Cli("inspect" + m + " --context 0");
   EXPECT_NE(r.out.find("--context must be an integer in [1, 16777216], not 0"), std::string::npos) << r.out;
+  // --decode-ahead: one range for generate and bench; above 0 only where reads overlap the GPU.
+  for (const char* command : {"generate --prompt-ids 2", "bench"}) {
+    r = Cli(std::string(command) + m + " --decode-ahead -1");
+    EXPECT_EQ(r.code, 1) << command;
+    EXPECT_NE(r.out.find("--decode-ahead must be an integer in [0, 16], not -1"), std::string::npos) << r.out;
+  }
+  r = Cli("generate" + m + " --prompt-ids 2 --decode-ahead 2");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("--decode-ahead above 0 goes with --backend webgpu"), std::string::npos) << r.out;
+  r = Cli("generate" + m + " --prompt-ids 2 --max-new-tokens 2 --decode-ahead 0");
+  EXPECT_EQ(r.code, 0) << r.out;
 }
 
 TEST(Cli, BadInvocationsFailClearly) {

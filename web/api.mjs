@@ -309,6 +309,9 @@ class Runtime {
                       limits.gpu_fill.default;
       if (!device && gpuFill) throw new TypeError('gemma4 load: gpuFill goes with the webgpu backend');
       const decodeAhead = checkLimit('load', 'decodeAhead', args.decodeAhead, limits.decode_ahead);
+      // The CPU backend's reads do not overlap its work: steps recorded ahead would only be work
+      // past a stop.
+      if (!device && decodeAhead > 0) throw new TypeError('gemma4 load: decodeAhead above 0 goes with the webgpu backend');
       if (fresh) {
         // A tokenizer given apart is not looked for beside the target.
         await target.describe(args.tokenizer != null ? ['tokenizer.json'] : []);

@@ -64,9 +64,10 @@ export interface LoadOptions {
    *  is split, and so the last bits of the logits' sums. 0 measures it; by default a load takes
    *  the fill its adapter measured at its first load here (stats().model.gpu_fill). */
   gpuFill?: number;
-  /** Decode steps recorded ahead of the read before them, an integer in [0, 16]; greedy
-   *  speculative rounds are prepared one ahead unless it is 0. 0 records each step or round once
-   *  the read before it is in. Default: 1 on WebGPU, 0 on the CPU backend. */
+  /** Greedy decode steps recorded ahead of the read before them, an integer in [0, 16]; greedy
+   *  speculative rounds are prepared one ahead unless it is 0 (sampled requests read each token
+   *  before the next step either way). 0 records each step or round once the read before it is
+   *  in. Above 0 only with the webgpu backend. Default: 1 on WebGPU, 0 on the CPU backend. */
   decodeAhead?: number;
 }
 

@@ -11,14 +11,15 @@ import { createHttpServer } from './server.mjs';
 const USAGE = `usage: gemma4 serve --model DIR [--assistant DIR] [--tokenizer FILE] [--host 127.0.0.1] [--port 8080]
                     [--api-key KEY] [--context N] [--draft-tokens K] [--draft-policy adaptive|fixed]
                     [--backend webgpu|cpu]
-                    [--max-queue N] [--max-body BYTES] [--gpu-fill N] [--gpu-validation on|off]`;
+                    [--max-queue N] [--max-body BYTES] [--gpu-fill N] [--gpu-validation on|off]
+                    [--decode-ahead N]`;
 
 const OPTIONS = {
   model: { type: 'string' }, assistant: { type: 'string' }, tokenizer: { type: 'string' },
   host: { type: 'string', default: '127.0.0.1' }, port: { type: 'string', default: '8080' },
   'api-key': { type: 'string' }, context: { type: 'string' }, 'draft-tokens': { type: 'string' },
   'draft-policy': { type: 'string' },
-  'gpu-fill': { type: 'string' }, backend: { type: 'string', default: 'webgpu' },
+  'gpu-fill': { type: 'string' }, 'decode-ahead': { type: 'string' }, backend: { type: 'string', default: 'webgpu' },
   'max-queue': { type: 'string', default: '16' },
   'max-body': { type: 'string', default: String(4 << 20) }, help: { type: 'boolean' },
 };
@@ -59,6 +60,7 @@ function parse(argv) {
     apiKey: values['api-key'] ?? process.env.GEMMA4_API_KEY ?? null, backend: values.backend,
     port: integer(values, 'port', 0, 65535), context: integer(values, 'context', 1),
     draftTokens: integer(values, 'draft-tokens', 1), draftPolicy: policy, gpuFill: integer(values, 'gpu-fill', 0, 65536),
+    decodeAhead: integer(values, 'decode-ahead', 0, 16),
     maxQueue: integer(values, 'max-queue', 0),
     maxBody: integer(values, 'max-body', 1),
   };
@@ -107,7 +109,7 @@ export async function serveMain(argv, { gpuValidation = true } = {}) {
                                                                      ...(gpuValidation ? {} : { gpuValidation: false }) });
     await runtime.load({ target: o.model, assistant: o.assistant, tokenizer: o.tokenizer,
                          contextLength: o.context, draftTokens: o.draftTokens, draftPolicy: o.draftPolicy,
-                         gpuFill: o.gpuFill });
+                         gpuFill: o.gpuFill, decodeAhead: o.decodeAhead });
   } catch (e) {
     err(e.message);
     http.server.close();

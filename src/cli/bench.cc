@@ -462,7 +462,7 @@ int RunBench(const std::vector<std::string>& argv) {
   auto prompt_tokens = a.GetInt("prompt-tokens", 64, 1, 1 << 16);
   auto decode_tokens = a.GetInt("decode-tokens", 16, 2, 1 << 16);
   auto bw_mib = a.GetInt("bandwidth-mib", 2048, 64, 1 << 16);
-  auto ahead = a.GetInt("decode-ahead", -1, -1, 16);
+  auto ahead = a.GetOption(limits::kDecodeAhead);  // absent: the backend's default
   for (const Status* s : {&prompt_tokens.status(), &decode_tokens.status(), &bw_mib.status(), &ahead.status()}) {
     if (!s->ok()) return Fail(*s);
   }
@@ -517,7 +517,7 @@ int RunBench(const std::vector<std::string>& argv) {
   request.temperature = 0.0;
   request.speculative = false;
   request.stop_ids = {-1};  // run the whole budget
-  request.decode_ahead = static_cast<int>(*ahead);
+  request.decode_ahead = *ahead ? static_cast<int>(**ahead) : -1;
   // The whole request once untimed: it compiles every kernel (WebGPU) before anything is timed,
   // and then keeps the GPU busy, since a GPU left idle while the kernels compiled runs at a low
   // clock until it has been busy a while; the timed run should see the clock a steady workload

@@ -65,6 +65,9 @@ int RunGenerate(const std::vector<std::string>& argv) {
   if (!engine_options.ok()) return Fail(engine_options.status());
   auto ahead = a.GetOption(limits::kDecodeAhead);
   if (!ahead.ok()) return Fail(ahead.status());
+  if (*ahead && **ahead > 0 && a.Get("backend", "cpu") != "webgpu") {
+    return Fail(InvalidArgument(std::string("--") + limits::kDecodeAhead.flag + " above 0 goes with --backend webgpu"));
+  }
   if (*ahead) engine_options->decode_ahead = static_cast<int>(**ahead);
   // Flags of the limits table: unset ones take the CLI's defaults (greedy, 32 tokens), but the
   // seed, which is random unless given.

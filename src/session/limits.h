@@ -70,9 +70,9 @@ inline constexpr Limit kGpuFill{"gpu_fill", "gpu-fill", "gpuFill", LimitKind::kI
                                 "0 (measured at load)",
                                 "WebGPU workgroups that keep the device busy, which decide how work is split: 0 "
                                 "measures it; the value a load reports repeats its sums, and seeded sampling, exactly"};
-// Recording ahead of reads keeps the GPU fed while the host waits on a read; 0 turns it off
-// (each step or round recorded once the read before it is in), for a device shared with other
-// work or to measure what it buys.
+// Recording ahead of reads keeps the GPU fed while the host waits on a read (greedy steps and
+// rounds: sampled ones read each token first); 0 turns it off, each step or round recorded once
+// the read before it is in, to measure what it buys.
 inline constexpr Limit kDecodeAhead{"decode_ahead", "decode-ahead", "decodeAhead", LimitKind::kInteger, 0, 16, false,
                                     kNoDefault, kNoDefault, "1 where the backend's reads overlap its work (WebGPU), else 0",
                                     "decode steps recorded ahead of the read before them (greedy speculative rounds: one "

@@ -325,6 +325,7 @@ test('bad command lines name the flag and exit 2; a port in use exits 1', { time
   const run = (...args) => spawnSync(process.execPath, [cli, 'serve', ...args], { cwd: root, encoding: 'utf8' });
   for (const [args, pattern] of [[['--model', model, '--bogus'], /'--bogus'/], [[], /--model DIR is required/],
                                   [['--model', model, '--port', '70000'], /--port takes an integer in 0\.\.65535/],
+                                  [['--model', model, '--decode-ahead', '17'], /--decode-ahead takes an integer in 0\.\.16/],
                                   [['--model', model, '--backend', 'gpu'], /--backend takes webgpu or cpu/],
                                   [['--model', model, '--assistant', assistant, '--draft-policy', 'always'],
                                    /--draft-policy takes adaptive or fixed, not 'always'/],
@@ -334,6 +335,10 @@ test('bad command lines name the flag and exit 2; a port in use exits 1', { time
     assert.match(r.stderr, pattern);
     assert.equal(r.stdout, '');
   }
+  // A value the runtime refuses at load: recording ahead on the CPU backend.
+  const cpu = run('--model', model, '--port', '0', '--backend', 'cpu', '--decode-ahead', '2');
+  assert.equal(cpu.status, 1);
+  assert.match(cpu.stderr, /decodeAhead above 0 goes with the webgpu backend/);
   const { createServer } = await import('node:net');
   const taken = createServer().listen(0, '127.0.0.1');
   await new Promise((ok) => taken.once('listening', ok));

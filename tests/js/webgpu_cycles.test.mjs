@@ -58,7 +58,9 @@ test('gpuFill pins the fill a load uses, on WebGPU only', { timeout: 120000 }, a
   await assert.rejects(g.load({ target: model, tokenizer, gpuFill: 65537 }), /gpuFill must be an integer in \[0, 65536\]/);
   const cpu = await createGemma4({ backend: 'cpu' });
   await assert.rejects(cpu.load({ target: model, tokenizer, gpuFill: 3 }), /gpuFill goes with the webgpu backend/);
-  await cpu.load({ target: model, tokenizer, gpuFill: 0 });
+  // So does recording ahead: the CPU backend's reads do not overlap its work.
+  await assert.rejects(cpu.load({ target: model, tokenizer, decodeAhead: 2 }), /decodeAhead above 0 goes with the webgpu backend/);
+  await cpu.load({ target: model, tokenizer, gpuFill: 0, decodeAhead: 0 });
   assert.equal(cpu.stats().model.gpu_fill, 0);
   await cpu.unload();
 });

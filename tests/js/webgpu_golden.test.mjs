@@ -53,7 +53,7 @@ for (const name of readdirSync(models).sort()) {
     // dispatches are the same (they are, but where attention's splits change with the length);
     // with --decode-ahead 0 none is, and the rounds are the same.
     test(`${name}/${a}: webgpu speculative rounds equal the reference`, async () => {
-      let prepared = 0, run_prepared = 0;
+      let prepared = 0, run_prepared = 0, unprepared = false;
       for (const t of ag.traces) {
         const r = await run(['generate', '--model', dir, '--assistant', join(dir, a), '--draft-tokens', '2',
                        '--draft-policy', 'fixed', '--prompt-ids', t.prompt_ids.join(','), '--max-new-tokens',
@@ -64,7 +64,8 @@ for (const name of readdirSync(models).sort()) {
         assert.ok(r.stats.prepared_rounds <= Math.max(0, r.stats.rounds - 1), 'the first round is never prepared');
         prepared += r.stats.prepared_rounds;
         run_prepared += r.stats.prepared_rounds_run;
-        if (t !== ag.traces[0]) continue;
+        if (unprepared || r.stats.prepared_rounds === 0) continue;
+        unprepared = true;
         const off = await run(['generate', '--model', dir, '--assistant', join(dir, a), '--draft-tokens', '2',
                                '--draft-policy', 'fixed', '--prompt-ids', t.prompt_ids.join(','), '--max-new-tokens',
                                String(t.max_new_tokens), '--decode-ahead', '0', '--json']);
@@ -73,6 +74,7 @@ for (const name of readdirSync(models).sort()) {
         assert.equal(off.stats.prepared_rounds, 0);
       }
       assert.ok(run_prepared > 0 && run_prepared >= prepared / 2, `${run_prepared} of ${prepared} prepared rounds ran so`);
+      assert.ok(unprepared, 'a trace with prepared rounds ran again with --decode-ahead 0');
     });
   }
 }

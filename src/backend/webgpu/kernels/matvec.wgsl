@@ -188,10 +188,10 @@ fn oct_dots_q8(acc: ptr<function, array<array<f32, ROWS>, STREAMS>>, w: array<Oc
 // The sums a team reduces. A row's sums are a vec4 (products 0 and 1, squares 2, delta squares 3);
 // with PRE (one row: JoinPlaceFor, which keeps the exchange below within
 // kMatVecOwnWorkgroupBytes, dispatch_policy.h) that vec4 and the join's. Otherwise only the
-// PER_ROW values a row uses (its streams' products, then its squares) are summed, the rows'
-// packed one after another into PACKS vec4s: every add of a reduction then carries four values,
-// and a reduction of several rows costs what one row's does.
-const PER_ROW = STREAMS + select(0u, 1u, NORMED);
+// PER_ROW values a row uses (its streams' products, then its squares where the norm is made here:
+// with Q8 the stage made it) are summed, the rows packed one after another into PACKS vec4s: every
+// add of a reduction then carries four values.
+const PER_ROW = STREAMS + select(0u, 1u, NORMED && Q8 == 0u);
 const PACKS = (ROWS * PER_ROW + 3u) / 4u;
 const SUMS = select(PACKS, 2u * ROWS, PRE);
 // Where value j of a row sits in its vec4 of sums: its streams' products first, then its squares.
@@ -356,8 +356,21 @@ fn gate_up_block(k: u32, local: u32, team: u32, lane: u32) {
     }
     for (; q < octs; q += S) { oct_dots_q8(&acc, stream_oct(bind, base, q, ins), base, q, rows, octs); }
   }
+  // The rows' products packed as the first block's are (PER_ROW is STREAMS here: no squares).
+  var sums: array<vec4<f32>, PACKS>;
   for (var r = 0u; r < ROWS; r++) {
-    let s = team_sums(local, lane, vec4<f32>(acc[0][r], acc[STREAMS - 1u][r], 0.0, 0.0));
+    for (var j = 0u; j < PER_ROW; j++) {
+      let i = r * PER_ROW + j;
+      sums[i / 4u][i % 4u] = acc[min(j, STREAMS - 1u)][r];
+    }
+  }
+  for (var k = 0u; k < PACKS; k++) { sums[k] = team_sums(local, lane, sums[k]); }
+  for (var r = 0u; r < ROWS; r++) {
+    var s = vec4<f32>(0.0);
+    for (var j = 0u; j < PER_ROW; j++) {
+      let i = r * PER_ROW + j;
+      s[sum_slot(j)] = sums[i / 4u][i % 4u];
+    }
     if (lane == 0u && o < outs && r < rows) { write_row(r, o, s, vec4<f32>(0.0), false); }
   }
 }
