@@ -179,7 +179,8 @@ export interface Stats {
   device_lost: string | null;
   /** Why the module stopped (a WebAssembly trap), which unloaded the model; null otherwise. */
   stopped: string | null;
-  /** The loaded model's shape, memory and backend (gpu_fill among them); null when none is. */
+  /** The loaded model's shape, memory and backend (gpu_fill and decode_ahead among them); null
+   *  when none is. */
   model: Record<string, unknown> | null;
   load: { ms: number; target: LoadCounts; assistant: LoadCounts | null } | null;
   requests: number;

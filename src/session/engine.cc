@@ -210,6 +210,10 @@ nlohmann::json Engine::Info() const {
   const Model::MemoryEstimate m = model_ ? model_->EstimateMemory(context_) : estimate_;
   return {{"backend", backend_ ? backend_->Name() : ""},
           {"gpu_fill", backend_ ? backend_->gpu_fill() : 0},
+          // The steps recorded ahead that greedy requests get (GenerateOptions::decode_ahead).
+          {"decode_ahead", decode_ahead_ >= 0                                  ? decode_ahead_
+                           : backend_ != nullptr && backend_->DownloadsOverlap() ? kDecodeAhead
+                                                                                 : 0},
           {"context", context_},
           {"draft_tokens", draft_tokens_},
           {"draft_policy", DraftPolicyName(draft_policy_)},

@@ -48,11 +48,12 @@ test(`${CYCLES} load/reset/unload cycles leave no GPU buffer and bounded RSS`, {
   assert.ok(last - reference <= RSS_BOUND_MB, `RSS grew ${(last - reference).toFixed(0)} MB (bound ${RSS_BOUND_MB}); ${trail}`);
 });
 
-test('gpuFill pins the fill a load uses, on WebGPU only', { timeout: 120000 }, async () => {
+test('gpuFill pins the fill a load uses, on WebGPU only; so is decodeAhead above 0', { timeout: 120000 }, async () => {
   const g = await createGemma4();
-  for (const gpuFill of [1, 7]) {
-    await g.load({ target: model, tokenizer, gpuFill });
+  for (const [gpuFill, decodeAhead] of [[1, undefined], [7, 3], [7, 0]]) {
+    await g.load({ target: model, tokenizer, gpuFill, decodeAhead });
     assert.equal(g.stats().model.gpu_fill, gpuFill);
+    assert.equal(g.stats().model.decode_ahead, decodeAhead ?? 1, 'one step ahead by default on WebGPU');
     await g.unload();
   }
   await assert.rejects(g.load({ target: model, tokenizer, gpuFill: 65537 }), /gpuFill must be an integer in \[0, 65536\]/);
@@ -62,5 +63,6 @@ test('gpuFill pins the fill a load uses, on WebGPU only', { timeout: 120000 }, a
   await assert.rejects(cpu.load({ target: model, tokenizer, decodeAhead: 2 }), /decodeAhead above 0 goes with the webgpu backend/);
   await cpu.load({ target: model, tokenizer, gpuFill: 0, decodeAhead: 0 });
   assert.equal(cpu.stats().model.gpu_fill, 0);
+  assert.equal(cpu.stats().model.decode_ahead, 0);
   await cpu.unload();
 });
