@@ -211,9 +211,7 @@ nlohmann::json Engine::Info() const {
   return {{"backend", backend_ ? backend_->Name() : ""},
           {"gpu_fill", backend_ ? backend_->gpu_fill() : 0},
           // The steps recorded ahead that greedy requests get (GenerateOptions::decode_ahead).
-          {"decode_ahead", decode_ahead_ >= 0                                  ? decode_ahead_
-                           : backend_ != nullptr && backend_->DownloadsOverlap() ? kDecodeAhead
-                                                                                 : 0},
+          {"decode_ahead", backend_ ? StepsAhead(decode_ahead_, *backend_) : std::max(decode_ahead_, 0)},
           {"context", context_},
           {"draft_tokens", draft_tokens_},
           {"draft_policy", DraftPolicyName(draft_policy_)},

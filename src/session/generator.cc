@@ -42,7 +42,7 @@ Result<GenerationResult> GenerateAhead(Model& model, std::span<const int32_t> pr
   result.stop_reason = "length";
   result.stats.prompt_tokens = static_cast<int>(prompt.size());
   Backend& be = model.backend();
-  const int ahead = options.decode_ahead > 0 ? options.decode_ahead : kDecodeAhead;
+  const int ahead = StepsAhead(options.decode_ahead, be);
   // Slot i % 2 holds the id of the i-th generated token: step i reads slot (i - 1) % 2 and writes
   // slot i % 2, whose read is queued right after it, before step i + 1 is recorded.
   constexpr int slots = 2;
@@ -141,7 +141,7 @@ Result<GenerationResult> Generate(Model& model, std::span<const int32_t> prompt,
     return t;
   };
 
-  if (ids_only && options.decode_ahead != 0 && (options.decode_ahead > 0 || model.backend().DownloadsOverlap())) {
+  if (ids_only && StepsAhead(options.decode_ahead, model.backend()) > 0) {
     return GenerateAhead(model, prompt, options, stops, std::move(cache), on_token);
   }
   const int64_t t0 = MonotonicMicros();

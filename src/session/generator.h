@@ -33,6 +33,10 @@ struct GenerateOptions {
 
 // Steps recorded ahead by default (decode_ahead -1 on a backend whose reads overlap its work).
 inline constexpr int kDecodeAhead = 1;
+// The steps greedy decoding records ahead on `backend` for GenerateOptions::decode_ahead.
+inline int StepsAhead(int decode_ahead, const Backend& backend) {
+  return decode_ahead >= 0 ? decode_ahead : backend.DownloadsOverlap() ? kDecodeAhead : 0;
+}
 
 // One speculative round, for tests and traces.
 struct RoundTrace {

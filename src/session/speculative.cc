@@ -149,8 +149,8 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
   // one before left in a round slot (0 and 1 in turn), and where the backend's reads overlap its
   // work the next step is recorded before this one's id is read. Each step counts as a round of
   // no drafts; the policy gets the time spent waiting and recording (not emitting).
-  const bool overlap = be.DownloadsOverlap() && options.decode_ahead != 0;
-  const int ahead = !overlap ? 0 : options.decode_ahead > 0 ? options.decode_ahead : kDecodeAhead;
+  const int ahead = be.DownloadsOverlap() ? StepsAhead(options.decode_ahead, be) : 0;
+  const bool overlap = ahead > 0;
   auto plain_steps = [&](int n) -> Status {
     std::deque<std::unique_ptr<PendingDownload>> reads;
     int started = 0, finished = 0;
