@@ -52,25 +52,26 @@ void CommandList::Submit() {
     kept_.push_back(Headers());
     ++lists_prepared_;
     g4_gpu_submit(words_.data(), count);
-  } else if (MatchesKept()) {
-    kept_.pop_front();
-    if (g4_gpu_submit_prepared(words_.data(), count)) {
-      ++lists_run_prepared_;
-    } else {
-      kept_.clear();  // the host ran it afresh and dropped what it kept
-    }
-  } else {
+  } else if (!RunFromKept()) {
     kept_.clear();
     g4_gpu_submit(words_.data(), count);
   }
   Handed();
 }
 
-std::span<const uint32_t> CommandList::WordsForRead() {
-  if (!preparing_ && !words_.empty() && MatchesKept()) {
-    if (g4_gpu_submit_prepared(words_.data(), static_cast<uint32_t>(words_.size()))) ++lists_run_prepared_;
-    words_.clear();
+bool CommandList::RunFromKept() {
+  if (!MatchesKept()) return false;
+  kept_.pop_front();
+  if (g4_gpu_submit_prepared(words_.data(), static_cast<uint32_t>(words_.size()))) {
+    ++lists_run_prepared_;
+  } else {
+    kept_.clear();  // the host ran it afresh and dropped what it kept
   }
+  return true;
+}
+
+std::span<const uint32_t> CommandList::WordsForRead() {
+  if (!preparing_ && !words_.empty() && RunFromKept()) words_.clear();
   kept_.clear();
   return words_;
 }

@@ -79,6 +79,9 @@ class CommandList {
   std::vector<uint32_t> Headers() const;
   // Whether words_ holds the same dispatches as the first kept list.
   bool MatchesKept() const;
+  // Where it does, runs words_ from that list (g4_gpu_submit_prepared; the host runs it afresh
+  // where its own check fails) and returns true; else runs nothing.
+  bool RunFromKept();
   bool preparing_ = false;
   std::deque<std::vector<uint32_t>> kept_;  // the kept lists' dispatch headers, in order
   uint64_t lists_prepared_ = 0, lists_run_prepared_ = 0;
