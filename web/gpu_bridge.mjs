@@ -301,6 +301,8 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
     return 1;
   };
 
+  // A copy of the command list the module hands over at ptr (count words).
+  const listAt = (ptr, count) => new Uint32Array(memory().buffer, ptr, count).slice();
   // Starts a read (read_start): runs the list with a copy of the bytes in its last submit.
   const startRead = (ptr, count, id, offset, size) => {
     const ticket = nextRead++;
@@ -309,7 +311,7 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
       staging = takeStaging(size);
       preparing = false;
       prepared = [];
-      run(new Uint32Array(memory().buffer, ptr, count).slice(), { id, offset, size, staging });
+      run(listAt(ptr, count), { id, offset, size, staging });
     } catch (e) {
       error ??= e;
       staging?.destroy();
@@ -410,7 +412,7 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
     }, 0),
     submit: guarded((ptr, count) => {
       handingOver(() => {
-        const words = new Uint32Array(memory().buffer, ptr, count).slice();
+        const words = listAt(ptr, count);
         if (preparing) return keepList(words);
         prepared = [];
         run(words, null);
@@ -424,7 +426,7 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
     }),
     // Runs the first list prepared with this list's parameters (the same dispatches), or this
     // list as submit does; 1 in the first case.
-    submit_prepared: guarded((ptr, count) => handingOver(() => runPrepared(new Uint32Array(memory().buffer, ptr, count).slice())), 0),
+    submit_prepared: guarded((ptr, count) => handingOver(() => runPrepared(listAt(ptr, count))), 0),
     // Profiling: PROFILE_KERNELS or PROFILE_PASSES starts that mode (clearing what was summed),
     // 0 stops.
     profile(mode) {
