@@ -65,9 +65,13 @@ class AssistantTest : public ::testing::TestWithParam<std::pair<std::string, std
       }
     }
   }
-  GenerationResult Speculate(const std::vector<int32_t>& prompt, int k, int max_new, std::vector<int> stops = {}) {
+  // round_ahead as GenerateOptions: -1 the backend's way, 1 each round recorded before the read
+  // of the one before (on the CPU, where ops run as they are recorded, the same work in order).
+  GenerationResult Speculate(const std::vector<int32_t>& prompt, int k, int max_new, std::vector<int> stops = {},
+                             int round_ahead = -1) {
     GenerateOptions o;
     o.max_new_tokens = max_new;
+    o.round_ahead = round_ahead;
     o.stop_ids = stops.empty() ? std::vector<int>{1, 106} : stops;
     auto r = GenerateSpeculative(*target_, *assistant_, prompt, o, k);
     EXPECT_TRUE(r.ok()) << r.status().message();
@@ -117,10 +121,17 @@ TEST_P(AssistantGoldenTest, DraftStepsMatchReference) {
 TEST_P(AssistantGoldenTest, RoundsMatchReference) {
   for (const auto& trace : golden_["traces"]) {
     const auto prompt = trace["prompt_ids"].get<std::vector<int32_t>>();
-    for (int k : {2, 4}) {
+    for (auto [k, ahead] : {std::pair{2, -1}, {4, -1}, {2, 1}, {4, 1}}) {
       const json& ref = trace["k" + std::to_string(k)];
-      GenerationResult r = Speculate(prompt, k, trace["max_new_tokens"].get<int>());
-      ASSERT_EQ(r.tokens, ref["tokens"].get<std::vector<int>>()) << "K=" << k;
+      GenerationResult r = Speculate(prompt, k, trace["max_new_tokens"].get<int>(), {}, ahead);
+      ASSERT_EQ(r.tokens, ref["tokens"].get<std::vector<int>>()) << "K=" << k << " ahead " << ahead;
+      // Rounds recorded ahead: all but those the budget leaves no room for after their predecessor.
+      if (ahead == 1 && r.rounds.size() > 3) {
+        EXPECT_GT(r.stats.rounds_ahead, 0) << "K=" << k;
+      }
+      if (ahead == -1) {
+        EXPECT_EQ(r.stats.rounds_ahead, 0) << "K=" << k;
+      }
       ASSERT_EQ(r.rounds.size(), ref["rounds"].size()) << "K=" << k;
       for (size_t i = 0; i < r.rounds.size(); ++i) {
         const json& want = ref["rounds"][i];
@@ -159,6 +170,9 @@ TEST_P(AssistantTest, GreedySpeculationEqualsPlainGreedy) {
         const GenerationResult spec = Speculate(prompt, k, max_new);
         ASSERT_EQ(spec.tokens, plain.tokens) << "prompt " << trial << " K=" << k << " budget " << max_new;
         EXPECT_EQ(spec.stop_reason, plain.stop_reason);
+        const GenerationResult ahead = Speculate(prompt, k, max_new, {}, 1);
+        ASSERT_EQ(ahead.tokens, plain.tokens) << "rounds ahead, prompt " << trial << " K=" << k << " budget " << max_new;
+        EXPECT_EQ(ahead.stop_reason, plain.stop_reason);
         for (const RoundTrace& rd : spec.rounds) EXPECT_LE(static_cast<int>(rd.drafts.size()), k);
       }
     }
@@ -167,7 +181,10 @@ TEST_P(AssistantTest, GreedySpeculationEqualsPlainGreedy) {
     if (longer.tokens.size() > 4) {
       const std::vector<int> stops = {longer.tokens[3]};
       const GenerationResult plain = Plain(prompt, 20, stops);
-      for (int k : {2, 4}) EXPECT_EQ(Speculate(prompt, k, 20, stops).tokens, plain.tokens);
+      for (int k : {2, 4}) {
+        EXPECT_EQ(Speculate(prompt, k, 20, stops).tokens, plain.tokens);
+        EXPECT_EQ(Speculate(prompt, k, 20, stops, 1).tokens, plain.tokens);
+      }
     }
   }
 }

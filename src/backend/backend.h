@@ -160,6 +160,20 @@ class Backend {
   };
   virtual PreparedCounts prepared_counts() const { return {}; }
 
+  // --- positions held on the device ---
+  // While a shift is set, every op that takes positions (RoPE's positions, attention's start and
+  // its cached positions, the cache's appends) adds to them the integer held as a float at `word`
+  // when the op runs, from 0 to `most`: work whose positions follow a result still on the device
+  // (a speculative round's accepted count) can be recorded before that result is read. Attention
+  // sizes its work for `most` more positions. ClearPositionShift ends it.
+  void SetPositionShift(F32 word, int most) {
+    shift_ = word;
+    shift_most_ = most;
+  }
+  void ClearPositionShift() { SetPositionShift({}, 0); }
+  F32 position_shift() const { return shift_; }  // buffer null: none
+  int position_shift_most() const { return shift_most_; }
+
   // --- ops ---
   // out[r, :] = table[ids[r], :] * scale                            out: (rows, table.cols)
   virtual void Embed(F32 out, const Weight& table, std::span<const int32_t> ids, float scale) = 0;
@@ -227,6 +241,9 @@ class Backend {
   virtual void Add(F32 out, F32 a, F32 b, size_t count) = 0;
   // dst = src                                                        (count)
   virtual void Copy(F32 dst, F32 src, size_t count) = 0;
+  // dst = src[index * count ..], index the integer held as a float at `index` when the op runs
+  // (0 <= index, the row inside src)                                 (count)
+  virtual void CopyRow(F32 dst, F32 src, size_t count, F32 index) = 0;
   // ids[r] = the index of the largest x[r, :] (the lowest among equals), as a float     x: (rows, cols)
   virtual void Argmax(F32 ids, F32 x, int rows, int cols) = 0;
   // out[j] = in . w[rows[j]]: a matrix-vector product over chosen rows of w   in: (w.cols)
@@ -295,6 +312,10 @@ class Backend {
   };
   virtual void Profile(ProfileMode mode) { (void)mode; }
   virtual Result<std::string> ProfileJson() { return std::string(); }
+
+ private:
+  F32 shift_;
+  int shift_most_ = 0;
 };
 
 // The checks every LoadQuantizedWeights makes first: a block type, whole groups, both ranges

@@ -411,35 +411,42 @@ Status BenchDecodeWithAssistant(Engine& engine, const EngineRequest& plain, doub
                 st.acceptance_rate());
     for (size_t d = 0; d < st.rounds_per_k.size(); ++d) std::printf(" K=%zu: %d", d, st.rounds_per_k[d]);
     std::printf("\n");
-    if (st.prepared_rounds == 0 || policy != DraftPolicyKind::kFixed) continue;
-    // Side by side, alternated three times each: rounds prepared ahead (as above), and each round
-    // recorded only after the read of the one before.
-    std::vector<double> on{st.decode_tokens_per_s()}, off;
-    EngineRequest unprepared = request;
-    unprepared.decode_ahead = 0;
-    for (int i = 0; i < 3; ++i) {
-      G4_ASSIGN_OR_RETURN(EngineAnswer one, engine.Generate(unprepared));
-      if (one.result.tokens != r.tokens) return Internal("bench: rounds not prepared ahead gave other tokens");
-      off.push_back(one.result.stats.decode_tokens_per_s());
-      if (i == 2) break;
-      G4_ASSIGN_OR_RETURN(EngineAnswer again, engine.Generate(request));
-      on.push_back(again.result.stats.decode_tokens_per_s());
-    }
-    auto list = [](const std::vector<double>& v) {
-      std::string s;
-      for (double x : v) s += (s.empty() ? "" : ", ") + std::to_string(static_cast<int>(std::lround(x)));
-      return s;
+    if ((st.prepared_rounds == 0 && st.rounds_ahead == 0) || policy != DraftPolicyKind::kFixed) continue;
+    // Side by side, alternated three times each: each round recorded before the read of the one
+    // before, prepared while the one before runs, and recorded only after the read before it.
+    struct Way {
+      const char* name;
+      int decode_ahead, round_ahead;
+      std::vector<double> tps;
+      GenerationStats first;
     };
+    std::vector<Way> ways = {{"recorded before the read of the one before", -1, 1, {}, {}},
+                             {"prepared while the one before runs", -1, 0, {}, {}},
+                             {"recorded after the read before it", 0, 0, {}, {}}};
+    for (int i = 0; i < 3; ++i) {
+      for (Way& w : ways) {
+        EngineRequest one = request;
+        one.decode_ahead = w.decode_ahead;
+        one.round_ahead = w.round_ahead;
+        G4_ASSIGN_OR_RETURN(EngineAnswer a, engine.Generate(one));
+        if (a.result.tokens != r.tokens) return Internal(std::string("bench: rounds ") + w.name + " gave other tokens");
+        if (i == 0) w.first = a.result.stats;
+        w.tps.push_back(a.result.stats.decode_tokens_per_s());
+      }
+    }
     auto median = [](std::vector<double> v) {
       std::sort(v.begin(), v.end());
       return v[v.size() / 2];
     };
-    const double m_on = median(on), m_off = median(off);
-    std::printf("  rounds prepared while the one before ran: %d, run from their preparation: %d\n", st.prepared_rounds,
-                st.prepared_rounds_run);
-    std::printf("  alternated, tokens/s: rounds prepared ahead %s; each recorded after the read before it %s; "
-                "medians %.1f against %.1f = %.2fx\n", list(on).c_str(), list(off).c_str(), m_on, m_off,
-                m_off > 0 ? m_on / m_off : 0.0);
+    std::printf("  alternated, tokens/s (median of 3):\n");
+    const double base = median(ways.back().tps);
+    for (const Way& w : ways) {
+      std::string list;
+      for (double x : w.tps) list += (list.empty() ? "" : ", ") + std::to_string(static_cast<int>(std::lround(x)));
+      std::printf("    rounds %s: %s; %.1f = %.2fx the last (rounds ahead %d, prepared %d, run so %d)\n", w.name,
+                  list.c_str(), median(w.tps), base > 0 ? median(w.tps) / base : 0.0, w.first.rounds_ahead,
+                  w.first.prepared_rounds, w.first.prepared_rounds_run);
+    }
   }
   return Status::Ok();
 }

@@ -52,7 +52,7 @@ int RunGenerate(const std::vector<std::string>& argv) {
   auto parsed = Args::Parse(argv,
                             {"model", "prompt-ids", "prompt", "max-new-tokens", "temperature", "top-k", "top-p",
                              "seed", "backend", "top-logits", "threads", "tokenizer", "assistant", "draft-tokens",
-                             "draft-policy", "gpu-fill", "decode-ahead"},
+                             "draft-policy", "gpu-fill", "decode-ahead", "round-ahead"},
                             {"json", "chat"});
   if (!parsed.ok()) return Fail(parsed.status());
   const Args& a = *parsed;
@@ -124,6 +124,11 @@ int RunGenerate(const std::vector<std::string>& argv) {
   request.top_p = *top_p;
   if (*seed) request.seed = static_cast<uint64_t>(**seed);
   request.top_logits = static_cast<int>(*top_logits);
+  if (a.Has("round-ahead")) {
+    auto round_ahead = a.GetInt("round-ahead", 0, 0, 1);
+    if (!round_ahead.ok()) return Fail(round_ahead.status());
+    request.round_ahead = static_cast<int>(*round_ahead);
+  }
   const bool json_out = a.Has("json");
   const bool text_out = e.tokenizer() != nullptr && !json_out;
   EngineCallbacks callbacks;

@@ -87,6 +87,14 @@ Status KvCache::Rollback(int64_t length) {
   return Status::Ok();
 }
 
+Status KvCache::SetLength(int64_t length) {
+  if (length < 0 || length > max_positions_) {
+    return InvalidArgument("cache: length " + std::to_string(length) + " is outside 0.." + std::to_string(max_positions_));
+  }
+  length_ = length;
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<KvCache>> Model::NewCache(int64_t max_positions, int reserve, int sliding_keep) {
   if (max_positions <= 0) return InvalidArgument("cache: max_positions must be positive");
   auto cache = std::make_unique<KvCache>();

@@ -31,6 +31,10 @@ class KvCache {
   // Forgets positions length..: a speculative round keeps only what verification accepted. At
   // most `reserve` (see Model::NewCache) positions may be dropped after a forward.
   Status Rollback(int64_t length);
+  // Sets the positions held to `length` (up to max_positions), forward too: for work recorded
+  // before the read that says where it starts (Backend::SetPositionShift), whose positions the
+  // device took, the host's length catches up once that read is in.
+  Status SetLength(int64_t length);
   const Layer& layer(int i) const { return layers_[i]; }
 
  private:

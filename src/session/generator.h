@@ -27,8 +27,14 @@ struct GenerateOptions {
   // Greedy decoding without recorded logits: how many steps to record beyond the one whose token
   // is read back next (each step embeds the previous one's id on the backend). 0: none, one step
   // at a time; -1: kDecodeAhead where the backend's reads overlap its work, else none. Greedy
-  // speculative rounds are prepared one ahead (Backend::BeginPrepare) unless it is 0.
+  // speculative rounds are recorded one ahead (round_ahead) or prepared (Backend::BeginPrepare)
+  // unless it is 0.
   int decode_ahead = -1;
+  // Greedy speculative rounds without recorded logits: 1 records the next round before this
+  // one's read, its positions and its seed's row taken from this round's verdict on the backend
+  // (Backend::SetPositionShift, CopyRow), so that the device goes from round to round without
+  // waiting for the host; 0 prepares it instead. -1: 1 where steps are recorded ahead (decode_ahead).
+  int round_ahead = -1;
 };
 
 // Steps recorded ahead by default (decode_ahead -1 on a backend whose reads overlap its work).
@@ -69,6 +75,8 @@ struct GenerationStats {
   // and of those, the rounds that then ran wholly from their preparation.
   int prepared_rounds = 0;
   int prepared_rounds_run = 0;
+  // Greedy rounds recorded before the read of the round before them (GenerateOptions::round_ahead).
+  int rounds_ahead = 0;
   double acceptance_rate() const { return drafted ? static_cast<double>(accepted) / drafted : 0.0; }
   // Tokens emitted per round (after the first, which the prefill gives).
   double tokens_per_round() const { return rounds ? static_cast<double>(generated_tokens - 1) / rounds : 0.0; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 #include <utility>
 
 namespace g4 {
@@ -197,7 +198,8 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
   // the GPU still runs this one. Nothing prepared runs unless recorded again; a preparation that
   // fails is dropped, and the round is recorded as ever. (The adaptive policy's cost of a round
   // includes the host's preparation of the next, which mostly overlaps the GPU's work.)
-  const bool prepare = overlap && be.CanPrepare();
+  const bool ahead_rounds = options.round_ahead >= 0 ? options.round_ahead > 0 : overlap;
+  const bool prepare = overlap && be.CanPrepare() && !ahead_rounds;
   uint64_t prepared_lists = 0;  // the lists of the round prepared last, until it is recorded
   auto prepare_next = [&](int nd, int remaining) {
     const int next = std::min(policy.Next(), remaining - (nd + 1) - 1);
@@ -213,38 +215,84 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     if (kept) prepared_lists = be.prepared_counts().prepared - lists0;
   };
 
+  // A greedy round recorded before the read of the round before it (ahead_rounds): its
+  // positions are shifted on the backend by that round's accepted count (the verdict's first
+  // slot), and its seed and state are copied from that round's verdict and verification rows.
+  // Its start is final once that read is in. It is recorded only where every token it may give
+  // is within the budget (so its positions are within the cache); a stop token or an
+  // interruption before it leaves it unread.
+  struct Ahead {
+    std::unique_ptr<PendingDownload> read;
+    int64_t position = 0;
+    int nd = 0;
+    int64_t t0 = 0;
+  };
+  std::optional<Ahead> next_round;
+  // Records the next round while the one of nd drafts at p runs, if the policy drafts and it fits.
+  auto record_ahead = [&](int64_t p, int nd, int remaining) -> Status {
+    const int next = policy.Next();
+    if (next < 1 || nd + next + 2 > remaining) return Status::Ok();
+    G4_RETURN_IF_ERROR(cache->SetLength(p + 1));
+    be.SetPositionShift(slots.verdict, nd);
+    be.CopyRow(state, target.hidden_rows(), H, slots.verdict);
+    be.Copy(slots.tokens, slots.verdict.At(1), 1);
+    Status s = RecordGreedyRound(target, assistant, *cache, state, F32{state_b.get(), 0}, slots, next);
+    be.ClearPositionShift();
+    G4_RETURN_IF_ERROR(s);
+    G4_ASSIGN_OR_RETURN(auto read, be.StartDownload(*round_buf, 0, round_host.size() * sizeof(float)));
+    next_round = Ahead{std::move(read), p + 1, next, 0};
+    st.rounds_ahead++;
+    return Status::Ok();
+  };
+
   std::vector<int32_t> verify;
   std::vector<std::vector<float>> q_dists;
   while (!done && static_cast<int>(result.tokens.size()) < options.max_new_tokens) {
-    const int64_t p = cache->length();
+    std::optional<Ahead> recorded = std::exchange(next_round, std::nullopt);
+    const int64_t p = recorded ? recorded->position : cache->length();
     const int remaining = options.max_new_tokens - static_cast<int>(result.tokens.size());
-    const int want = policy.Next();
+    const int want = recorded ? recorded->nd : policy.Next();
     const uint64_t prepared_for_this = std::exchange(prepared_lists, 0);
     if (want == 0 && ids_only) {
       G4_RETURN_IF_ERROR(plain_steps(std::min(policy.PlainSteps(), remaining)));
       continue;
     }
-    int nd = std::min(want, remaining - 1);
-    const int64_t round_t0 = cost_clock();
+    int nd = recorded ? recorded->nd : std::min(want, remaining - 1);
+    const int64_t round_t0 = recorded ? recorded->t0 : cost_clock();
     RoundTrace round;
     round.position = p;
     round.seed = seed;
     int m = 0, bonus = 0;
     if (ids_only) {
       // Drafts, verification and acceptance on the backend; one read of 2k + 4 floats.
-      const uint64_t used0 = be.prepared_counts().used;
-      G4_RETURN_IF_ERROR(RecordGreedyRound(target, assistant, *cache, state, F32{state_b.get(), 0}, slots, nd));
-      G4_ASSIGN_OR_RETURN(auto read, be.StartDownload(*round_buf, 0, round_host.size() * sizeof(float)));
-      if (prepared_for_this > 0) {
-        st.prepared_rounds++;
-        if (be.prepared_counts().used - used0 == prepared_for_this) st.prepared_rounds_run++;
+      std::unique_ptr<PendingDownload> read;
+      if (recorded) {
+        read = std::move(recorded->read);
+      } else {
+        const uint64_t used0 = be.prepared_counts().used;
+        G4_RETURN_IF_ERROR(RecordGreedyRound(target, assistant, *cache, state, F32{state_b.get(), 0}, slots, nd));
+        G4_ASSIGN_OR_RETURN(read, be.StartDownload(*round_buf, 0, round_host.size() * sizeof(float)));
+        if (prepared_for_this > 0) {
+          st.prepared_rounds++;
+          if (be.prepared_counts().used - used0 == prepared_for_this) st.prepared_rounds_run++;
+        }
       }
-      if (prepare) prepare_next(nd, remaining);
+      if (ahead_rounds) {
+        G4_RETURN_IF_ERROR(record_ahead(p, nd, remaining));
+      } else if (prepare) {
+        prepare_next(nd, remaining);
+      }
       G4_RETURN_IF_ERROR(read->Finish(round_host.data()));
       for (int j = 0; j < nd; ++j) round.drafts.push_back(static_cast<int>(round_host[j + 1]));
       m = static_cast<int>(round_host[2 * k + 2]);
       bonus = static_cast<int>(round_host[2 * k + 3]);
-      be.Copy(slots.tokens, slots.verdict.At(1), 1);  // the next round's seed
+      if (next_round) {
+        // The next round runs after this one's m accepted drafts; its seed is already copied.
+        next_round->position += m;
+        next_round->t0 = cost_clock();
+      } else {
+        be.Copy(slots.tokens, slots.verdict.At(1), 1);  // the next round's seed
+      }
     } else {
       // Draft nd tokens at position p, the j-th for the generated token of index e + j. A draft
       // from logits that are not finite stands in as token 0, is rejected whatever the target
@@ -329,9 +377,9 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
       }
     }
     // Keep the K/V of seed + accepted drafts; the next round starts from the bonus token with
-    // the hidden state that produced it.
-    G4_RETURN_IF_ERROR(cache->Rollback(p + m + 1));
-    be.Copy(state, target.hidden_rows().At(static_cast<size_t>(m) * H), H);
+    // the hidden state that produced it (a round recorded ahead copied it already).
+    G4_RETURN_IF_ERROR(cache->SetLength(p + m + 1));
+    if (!next_round) be.Copy(state, target.hidden_rows().At(static_cast<size_t>(m) * H), H);
     seed = bonus;
     interrupted();
   }

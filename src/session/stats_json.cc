@@ -19,7 +19,8 @@ nlohmann::json StatsJson(const GenerationStats& st) {
           {"accepted_per_position", st.accepted_per_position},
           {"tokens_per_round", st.tokens_per_round()},
           {"prepared_rounds", st.prepared_rounds},
-          {"prepared_rounds_run", st.prepared_rounds_run}};
+          {"prepared_rounds_run", st.prepared_rounds_run},
+          {"rounds_ahead", st.rounds_ahead}};
 }
 
 }  // namespace g4

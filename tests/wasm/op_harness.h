@@ -57,6 +57,7 @@ void Append(std::vector<float>& a, const std::vector<float>& b);
 void RunProducts(Backend& gpu, Backend& cpu);
 void RunSplitProducts(Backend& split, Backend& cpu);
 void RunAttention(Backend& gpu, Backend& cpu);
+void RunPositionShift(Backend& gpu, Backend& cpu);
 void RunOther(Backend& gpu, Backend& cpu);
 // Calls the WebGPU backend must refuse; each leaves the backend failed, so it takes one of its own.
 void RunAttentionRefusal(Backend& gpu);

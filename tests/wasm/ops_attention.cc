@@ -81,6 +81,82 @@ void RunAttention(Backend& gpu, Backend& cpu) {
   }
 }
 
+// Positions held on the device (SetPositionShift): the same ops at positions shifted by a float
+// in a buffer, with the cached positions capped at the ring's capacity; CopyRow's row from a
+// float too. A shift of 0 gives the unshifted positions.
+void RunPositionShift(Backend& gpu, Backend& cpu) {
+  for (float shift : {0.0f, 2.0f}) {
+    const std::string at = "_shift" + std::to_string(static_cast<int>(shift));
+    // RoPE apart, and the queries' norm and RoPE folded into attention (3 rows, splits over a
+    // long cache), attention's other kernels (a head dim of 10; past-only queries as drafting's),
+    // and a ring that the shift fills (cached capped at its capacity).
+    Case("rope" + at, gpu, cpu, 1e-10, [&](Side& s) {
+      F32 x = s.Floats(Random(3 * 4 * 12)), word = s.Floats({shift});
+      s.be->SetPositionShift(word, 2);
+      s.be->Rope(x, 3, 4, std::vector<float>{1.0f, 0.3f, 0.01f, 0.0f, 0.0f, 0.0f}, std::vector<int64_t>{5, 6, 7});
+      s.be->ClearPositionShift();
+      return s.Read(x, 3 * 4 * 12);
+    });
+    for (auto [rows, d, cached, cap] : {std::tuple{3, 64, 298, 320}, {1, 256, 40, 41}, {3, 256, 300, 302}}) {
+      Case("norm_rope_attention_r" + std::to_string(rows) + "_d" + std::to_string(d) + "_cap" + std::to_string(cap) + at,
+           gpu, cpu, 1e-10, [&](Side& s) {
+        const int heads = 8, kvh = 2, start = cached;
+        F32 q = s.Floats(Random(rows * heads * d)), kn = s.Floats(Random(rows * kvh * d)),
+            vn = s.Floats(Random(rows * kvh * d)), word = s.Floats({shift});
+        F32 kc = s.Floats(Random(cap * kvh * d)), vc = s.Floats(Random(cap * kvh * d));
+        F32 out = s.Floats(std::vector<float>(rows * heads * d));
+        Weight norm = s.MakeWeight(Random(d), 1, 1, d, DType::kBF16);
+        std::vector<float> inv(d / 2);
+        for (int i = 0; i < d / 2; ++i) inv[i] = std::pow(10000.0f, -2.0f * i / d);
+        std::vector<int64_t> pos(rows);
+        for (int r = 0; r < rows; ++r) pos[r] = start + r;
+        s.be->SetPositionShift(word, 2);
+        AttentionShape sh{rows, heads, kvh, d, 0, start, cached, cap, false};
+        s.be->NormRopeAttention(out, q, norm, 1e-6f, inv, pos, kn, vn, kc, vc, sh);
+        s.be->ClearPositionShift();
+        return s.Read(out, rows * heads * d);
+      });
+    }
+    for (auto [d, window, past_only] : {std::tuple{10, 0, false}, {10, 3, true}, {64, 5, true}}) {
+      Case("attention_d" + std::to_string(d) + "_w" + std::to_string(window) + (past_only ? "_past" : "") + at, gpu,
+           cpu, 1e-10, [&](Side& s) {
+        const int heads = 4, kvh = 2, rows = past_only ? 1 : 3, cap = 8, start = 9;
+        F32 q = s.Floats(Random(rows * heads * d)), kn = s.Floats(Random(rows * kvh * d)),
+            vn = s.Floats(Random(rows * kvh * d)), word = s.Floats({shift});
+        F32 kc = s.Floats(Random(cap * kvh * d)), vc = s.Floats(Random(cap * kvh * d));
+        F32 out = s.Floats(std::vector<float>(rows * heads * d));
+        s.be->SetPositionShift(word, 2);
+        AttentionShape sh{rows, heads, kvh, d, window, start, 6, cap, past_only};
+        s.be->Attention(out, q, kn, vn, kc, vc, sh);
+        s.be->ClearPositionShift();
+        return s.Read(out, rows * heads * d);
+      });
+    }
+    Case("cache_appends" + at, gpu, cpu, 0.0, [&](Side& s) {
+      const int rows = 3;
+      F32 word = s.Floats({shift});
+      std::vector<CacheAppendLayer> layers;
+      for (auto [rs, cap] : {std::pair{6, 5}, {3, 9}}) {
+        layers.push_back({s.Floats(Random(cap * rs)), s.Floats(Random(cap * rs)), s.Floats(Random(rows * rs)),
+                          s.Floats(Random(rows * rs)), rs, cap});
+      }
+      s.be->SetPositionShift(word, 2);
+      s.be->CacheAppends(layers, rows, 9);
+      s.be->ClearPositionShift();
+      std::vector<float> all;
+      for (const CacheAppendLayer& l : layers) {
+        for (F32 c : {l.k_cache, l.v_cache}) Append(all, s.Read(c, l.capacity * l.row_size));
+      }
+      return all;
+    });
+    Case("copy_row" + at, gpu, cpu, 0.0, [&](Side& s) {
+      F32 src = s.Floats(Random(3 * 37)), dst = s.Floats(std::vector<float>(37)), word = s.Floats({shift});
+      s.be->CopyRow(dst, src, 37, word);
+      return s.Read(dst, 37);
+    });
+  }
+}
+
 // More positions said cached than the ring holds: refused with an error that says so (the
 // kernels find a cached position's ring slot relying on cached <= capacity), not read past it.
 void RunAttentionRefusal(Backend& gpu) {

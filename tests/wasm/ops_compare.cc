@@ -18,6 +18,7 @@ extern "C" __attribute__((export_name("g4_main"))) int g4_main(int argc, char** 
     if (!gpu.ok()) return std::fprintf(stderr, "%s\n", gpu.status().message().c_str()), 1;
     g4::ops::RunProducts(**gpu, *cpu);
     g4::ops::RunAttention(**gpu, *cpu);
+    g4::ops::RunPositionShift(**gpu, *cpu);
     g4::ops::RunOther(**gpu, *cpu);
   }
   {

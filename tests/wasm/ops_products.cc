@@ -99,9 +99,12 @@ void Normed(Backend& gpu, Backend& cpu, Form form, bool joined, DType dt, int ro
 // A layer's attention inputs as the model makes them: the keys' and values' projections making
 // the pending join, then the queries' projection with the new keys' and values' norms. The
 // products, the joined residual and the normed keys and values.
-void AttentionInputs(Backend& gpu, Backend& cpu, DType dt, int rows, int kvh, int hd, DType k_norm_type = DType::kBF16) {
+// With shift >= 0, the keys' positions are shifted by it (SetPositionShift).
+void AttentionInputs(Backend& gpu, Backend& cpu, DType dt, int rows, int kvh, int hd, DType k_norm_type = DType::kBF16,
+                     float shift = -1.0f) {
   const int ins = 96, outs = 40, kv = kvh * hd;
-  const std::string name = "attention_inputs_" + Shape(dt, rows, kvh, hd) + (k_norm_type == DType::kF32 ? "_f32norm" : "");
+  const std::string name = "attention_inputs_" + Shape(dt, rows, kvh, hd) + (k_norm_type == DType::kF32 ? "_f32norm" : "") +
+                           (shift >= 0.0f ? "_shift" + std::to_string(static_cast<int>(shift)) : "");
   Case(name, gpu, cpu, 1e-10, [&](Side& s) {
     Weight wk = s.Matrix(kv, ins, dt), wv = s.Matrix(kv, ins, dt), wq = s.Matrix(outs, ins, dt);
     Weight norm = s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16),
@@ -116,7 +119,9 @@ void AttentionInputs(Backend& gpu, Backend& cpu, DType dt, int rows, int kvh, in
     for (int r = 0; r < rows; ++r) pos[r] = 700 + 3 * r;
     const ResidualAdd pre{x, delta, x_out, s.MakeWeight(Random(ins), 1, 1, ins, DType::kBF16), 1e-6f, 0.8f};
     s.be->NormMatMul2(k, v, h, x_out, norm, 1e-6f, wk, wv, rows, pre);
+    if (shift >= 0.0f) s.be->SetPositionShift(s.Floats({shift}), 3);
     s.be->NormMatMulKvNorms(q, h, x_out, norm, 1e-6f, wq, rows, KvNorms{k, v, kvh, k_norm, inv, pos});
+    s.be->ClearPositionShift();
     std::vector<float> out = s.Read(q, rows * outs);
     for (F32 t : {k, v, x_out}) Append(out, s.Read(t, rows * (t.buffer == x_out.buffer ? ins : kv)));
     return out;
@@ -280,6 +285,7 @@ void RunProducts(Backend& gpu, Backend& cpu) {
     AttentionInputs(gpu, cpu, dt, 1, 2, 64);
   }
   for (int rows : {1, 3, 9}) AttentionInputs(gpu, cpu, DType::kBF16, rows, 2, 12, DType::kF32);
+  for (int rows : {3, 9}) AttentionInputs(gpu, cpu, DType::kBF16, rows, 2, 8, DType::kBF16, 3.0f);
   // Rows chosen by id (the assistant's centroids): host ids and ids on the device, and embedding rows.
   for (DType dt : kAll) {
     const int cols = IsQuantized(dt) ? 96 : 70;

@@ -67,6 +67,8 @@ class CpuBuffer final : public Buffer {
 
 inline const uint8_t* Raw(const Buffer* b) { return static_cast<const CpuBuffer*>(b)->data(); }
 inline float* Ptr(F32 t) { return reinterpret_cast<float*>(static_cast<CpuBuffer*>(t.buffer)->data()) + t.offset; }
+// An integer held as a float on the device (a row index, a position shift): 0 below 0 or not finite.
+inline int64_t Whole(float v) { return v > 0.0f && v < 1e18f ? static_cast<int64_t>(v) : 0; }
 inline const void* WeightData(const Weight& w, int64_t index = 0) {
   return Raw(w.buffer) + StoredBytes(w.dtype, static_cast<uint64_t>(index * w.rows * w.cols));
 }
@@ -101,6 +103,12 @@ double HostReadBandwidth(size_t bytes) {
 }
 
 class CpuBackend final : public Backend {
+  // The position shift in force (SetPositionShift), read as each op runs.
+  int64_t Shift() const {
+    const F32 w = position_shift();
+    return w.buffer ? std::min<int64_t>(Whole(*Ptr(w)), position_shift_most()) : 0;
+  }
+
  public:
   explicit CpuBackend(int threads) {
 #ifdef _OPENMP
@@ -200,8 +208,9 @@ class CpuBackend final : public Backend {
     float* p = Ptr(x);
     const int half = static_cast<int>(inv_freq.size());
     const int head_dim = 2 * half;
+    const int64_t shift = Shift();
     for (int r = 0; r < rows; ++r) {
-      const float pos = static_cast<float>(positions[r]);
+      const float pos = static_cast<float>(positions[r] + shift);
       for (int i = 0; i < half; ++i) {
         const float angle = inv_freq[i] * pos;
         const float c = std::cos(angle), s = std::sin(angle);
@@ -215,7 +224,10 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void Attention(F32 out, F32 q, F32 k_new, F32 v_new, F32 k_cache, F32 v_cache, const AttentionShape& s) override {
+  void Attention(F32 out, F32 q, F32 k_new, F32 v_new, F32 k_cache, F32 v_cache, const AttentionShape& shape) override {
+    AttentionShape s = shape;
+    s.start += Shift();
+    s.cached = std::min(s.cached + Shift(), s.capacity);
     const float *qp = Ptr(q), *kn = Ptr(k_new), *vn = Ptr(v_new), *kc = Ptr(k_cache), *vc = Ptr(v_cache);
     float* op = Ptr(out);
     const int d = s.head_dim, group = s.heads / s.kv_heads;
@@ -276,6 +288,7 @@ class CpuBackend final : public Backend {
     float *kc = Ptr(k_cache), *vc = Ptr(v_cache);
     const float *kn = Ptr(k_new), *vn = Ptr(v_new);
     const int first = rows > capacity ? rows - static_cast<int>(capacity) : 0;
+    start += Shift();
     for (int r = first; r < rows; ++r) {
       const size_t slot = static_cast<size_t>((start + r) % capacity);
       std::memcpy(kc + slot * row_size, kn + static_cast<size_t>(r) * row_size, row_size * sizeof(float));
@@ -305,6 +318,10 @@ class CpuBackend final : public Backend {
   }
 
   void Copy(F32 dst, F32 src, size_t count) override { std::memmove(Ptr(dst), Ptr(src), count * sizeof(float)); }
+
+  void CopyRow(F32 dst, F32 src, size_t count, F32 index) override {
+    Copy(dst, src.At(static_cast<size_t>(Whole(*Ptr(index))) * count), count);
+  }
 
   void GatherMatVec(F32 out, F32 in, const Weight& w, std::span<const int32_t> rows) override {
     const float* x = Ptr(in);

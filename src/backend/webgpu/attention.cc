@@ -49,8 +49,9 @@ void WebGpuBackend::Attend(F32 out, F32 q, F32 k_new, F32 v_new, F32 k_cache, F3
   // Few (row, head) pairs (decode, drafting) split their positions so that the device has
   // enough workgroups; attention_combine merges the splits.
   const uint64_t pairs = static_cast<uint64_t>(s.rows) * s.heads;
-  const uint64_t splits =
-      AttentionSplits(tuning_, pairs, static_cast<uint64_t>(s.cached) + s.rows, s.head_dim, Arena::kSplitBytes / 4);
+  // A position shift (SetPositionShift) may add up to its most to the positions seen.
+  const uint64_t seen = static_cast<uint64_t>(s.cached) + s.rows + static_cast<uint64_t>(position_shift_most());
+  const uint64_t splits = AttentionSplits(tuning_, pairs, seen, s.head_dim, Arena::kSplitBytes / 4);
   wgsl::AttentionSpanParams p;
   p.dst = At(out);
   p.q = At(q);
@@ -68,6 +69,7 @@ void WebGpuBackend::Attend(F32 out, F32 q, F32 k_new, F32 v_new, F32 k_cache, F3
   p.capacity = static_cast<uint32_t>(s.capacity);
   p.splits = static_cast<uint32_t>(splits);
   p.partials = static_cast<uint32_t>(arena_.split_base() / 4);
+  p.shift = ShiftPlace();
   if (q_norm) {
     p.freqs = cmds_.HostWords(inv_freq.data(), inv_freq.size());
     p.eps = eps;
@@ -109,7 +111,7 @@ void WebGpuBackend::CacheAppends(std::span<const CacheAppendLayer> layers, int r
   }
   if (table.empty()) return;
   RunThreads<wgsl::CacheAppend>({}, {cmds_.HostWords(table.data(), table.size()), static_cast<uint32_t>(layers.size()),
-                                     static_cast<uint32_t>(rows), static_cast<uint32_t>(start), widest},
+                                     static_cast<uint32_t>(rows), static_cast<uint32_t>(start), widest, ShiftPlace()},
                                 static_cast<uint64_t>(layers.size()) * rows * widest);
 }
 

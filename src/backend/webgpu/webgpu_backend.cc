@@ -258,11 +258,13 @@ F32 WebGpuBackend::HostIds(std::span<const int32_t> ids) {
 
 std::pair<uint32_t, uint32_t> WebGpuBackend::RopeTables(std::span<const float> inv_freq,
                                                         std::span<const int64_t> positions) {
-  // One array (the positions, padded to whole vec4s, then the frequencies' bits): host words
-  // taken one after the other could see the region start again between them (CommandList).
-  const size_t at = (positions.size() + 3) / 4 * 4;
+  // One array (the positions table: the shift's place and the positions, padded to whole vec4s;
+  // then the frequencies' bits): host words taken one after the other could see the region start
+  // again between them (CommandList).
+  const size_t at = (positions.size() + 4) / 4 * 4;
   std::vector<uint32_t> words(at + inv_freq.size(), 0);
-  for (size_t i = 0; i < positions.size(); ++i) words[i] = static_cast<uint32_t>(positions[i]);
+  words[0] = ShiftPlace();
+  for (size_t i = 0; i < positions.size(); ++i) words[1 + i] = static_cast<uint32_t>(positions[i]);
   std::memcpy(words.data() + at, inv_freq.data(), inv_freq.size() * 4);
   const uint32_t p = cmds_.HostWords(words.data(), words.size());
   return {p, p + static_cast<uint32_t>(at)};

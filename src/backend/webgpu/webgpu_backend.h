@@ -67,6 +67,7 @@ class WebGpuBackend final : public Backend {
   void MatMulRoundedInput(F32 out, F32 in, F32 scratch, const Weight& w, int rows) override;
   void Add(F32 out, F32 a, F32 b, size_t count) override { Elementwise(0, count, out, a, b, 0.0f); }
   void Copy(F32 dst, F32 src, size_t count) override { Elementwise(2, count, dst, src, src, 0.0f); }
+  void CopyRow(F32 dst, F32 src, size_t count, F32 index) override { Elementwise(6, count, dst, src, index, 0.0f); }
   void Scale(F32 x, size_t count, float s) override { Elementwise(1, count, x, x, x, s); }
   void Softcap(F32 x, size_t count, float cap) override { Elementwise(3, count, x, x, x, cap); }
   void Argmax(F32 ids, F32 x, int rows, int cols) override;
@@ -138,6 +139,11 @@ class WebGpuBackend final : public Backend {
   // Ids as the floats the id kernels read, in the host region (exact below 2^24).
   F32 HostIds(std::span<const int32_t> ids);
   // RoPE's positions (as u32) and frequencies in the host region: their word offsets.
+  // The kernels' place of the position shift in force: 0 for none, else 1 + its arena float.
+  uint32_t ShiftPlace() const {
+    const F32 w = position_shift();
+    return w.buffer ? At(w) + 1 : 0;
+  }
   std::pair<uint32_t, uint32_t> RopeTables(std::span<const float> inv_freq, std::span<const int64_t> positions);
   void Elementwise(uint32_t op, size_t count, F32 out, F32 a, F32 b, float s);
   void Fill(F32 out, size_t count, float v) { Elementwise(4, count, out, out, out, v); }

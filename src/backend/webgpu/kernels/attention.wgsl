@@ -16,7 +16,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   let t = wid(wg, n);
   let d = P.head_dim; let splits = P.splits;
   if (t >= P.rows * P.heads * splits) { return; }
-  let span = attention_span(t);
+  let pl = workgroup_place(lid.x);
+  let span = attention_span(t, pl);
   let rh = span.rh; let kv = span.kv; let slo = span.slo; let shi = span.shi;
   let q = P.q + rh * d;
   for (var i = lid.x; i < d; i += 256u) { qs[i] = af(q + i); }
@@ -32,7 +33,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (var it = 0; it < 4; it++) {
       let c = i32(team) + 16 * it;
       if (c < cnt) {
-        let kb = kv_at(p0 + c, kv, P.k_cache, P.k_new);
+        let kb = kv_at(p0 + c, pl.start, kv, P.k_cache, P.k_new);
         var s = 0.0;
         for (var i = lane; i < d; i += 16u) { s += qs[i] * af(kb + i); }
         part[it] = s;
@@ -55,7 +56,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (var k = 0u; k < 8u; k++) { acc[k] *= corr; }
     for (var c = i32(group); c < cnt; c += 4) {
       let e = exp(sc[c] - nm);
-      let vb = kv_at(p0 + c, kv, P.v_cache, P.v_new);
+      let vb = kv_at(p0 + c, pl.start, kv, P.v_cache, P.v_new);
       for (var k = 0u; k < 8u; k++) {
         if (gl + 64u * k < d) { acc[k] += e * af(vb + gl + 64u * k); }
       }

@@ -21,11 +21,23 @@ struct Params {
   partials: u32,  // the splits' (max, sum, output): (rows, heads, splits, head_dim + 2)
   freqs: u32,     // attention_wide with NORMED: RoPE's inverse frequencies
   eps: f32,       // attention_wide with NORMED: the query norm's epsilon
+  shift: u32,     // the position shift's place (prelude's position_shift), added to start and cached
+}
+
+// The first new row's position and the cached positions before it (at most capacity), with the
+// position shift: one value for the whole workgroup (so that loops over positions that hold
+// barriers stay uniform), which every thread of it takes first (`local`: its index).
+struct Place { start: i32, cached: i32 }
+var<workgroup> shift_shared: u32;
+fn workgroup_place(local: u32) -> Place {
+  if (local == 0u) { shift_shared = position_shift(P.shift); }
+  let shift = workgroupUniformLoad(&shift_shared);
+  return Place(i32(P.start + shift), i32(min(P.cached + shift, P.capacity)));
 }
 
 // Where position p's key (or value) of kv head `kv` starts, in floats: the cache ring, or the new rows.
-fn kv_at(p: i32, kv: u32, cache: u32, fresh: u32) -> u32 {
-  let d = P.head_dim; let kv_row = P.kv_heads * d; let start = i32(P.start);
+fn kv_at(p: i32, start: i32, kv: u32, cache: u32, fresh: u32) -> u32 {
+  let d = P.head_dim; let kv_row = P.kv_heads * d;
   if (p < start) { return cache + u32(p % i32(P.capacity)) * kv_row + kv * d; }
   return fresh + u32(p - start) * kv_row + kv * d;
 }
@@ -35,19 +47,19 @@ fn kv_at(p: i32, kv: u32, cache: u32, fresh: u32) -> u32 {
 // starts at or after start - cached, and cached <= capacity (Attend refuses more), so a cached
 // position has c < capacity and slot0 + c < 2 capacity.
 fn kv_tile_slot(p0: i32) -> u32 { return u32(p0) % P.capacity; }
-fn kv_at_tile(p0: i32, slot0: u32, c: i32, kv: u32, cache: u32, fresh: u32) -> u32 {
-  let d = P.head_dim; let kv_row = P.kv_heads * d; let p = p0 + c; let start = i32(P.start);
+fn kv_at_tile(p0: i32, slot0: u32, c: i32, start: i32, kv: u32, cache: u32, fresh: u32) -> u32 {
+  let d = P.head_dim; let kv_row = P.kv_heads * d; let p = p0 + c;
   if (p >= start) { return fresh + u32(p - start) * kv_row + kv * d; }
   let slot = slot0 + u32(c);
   return cache + select(slot, slot - P.capacity, slot >= P.capacity) * kv_row + kv * d;
 }
 
 // The positions the query of row r sees: lo .. hi (empty when hi < lo).
-fn row_span(r: u32) -> vec2<i32> {
-  let window = i32(P.window & 0x7fffffffu); let start = i32(P.start);
+fn row_span(r: u32, pl: Place) -> vec2<i32> {
+  let window = i32(P.window & 0x7fffffffu); let start = pl.start;
   var hi = start + i32(r);
   if ((P.window >> 31u) != 0u) { hi -= 1; }
-  var lo = max(start - i32(P.cached), 0);
+  var lo = max(start - pl.cached, 0);
   if (window > 0) { lo = max(lo, hi - window + 1); }
   return vec2<i32>(lo, hi);
 }
@@ -55,10 +67,10 @@ fn row_span(r: u32) -> vec2<i32> {
 // Workgroup t < rows * heads * splits: (row, head) pair rh, its kv head, and positions slo..shi
 // of split t % splits.
 struct Span { rh: u32, kv: u32, slo: i32, shi: i32 }
-fn attention_span(t: u32) -> Span {
+fn attention_span(t: u32, pl: Place) -> Span {
   let heads = P.heads; let splits = P.splits;
   let sp = t % splits; let rh = t / splits; let r = rh / heads; let h = rh % heads;
-  let span = row_span(r);
+  let span = row_span(r, pl);
   let lo = span.x; let hi = span.y;
   let per = (max(hi - lo + 1, 0) + i32(splits) - 1) / i32(splits);
   let slo = lo + i32(sp) * per;

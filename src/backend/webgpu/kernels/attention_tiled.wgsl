@@ -24,10 +24,10 @@ fn stage_q(e: u32, c0: u32, q0: u32, nq: u32, kv: u32, grp: u32, heads: u32, d: 
   return A[(P.q + ((qq / grp) * heads + kv * grp + qq % grp) * d) / 4u + i];
 }
 // Vec4 c0 + (e & 7) of the key of position p0 + (e >> 3); zero past the ends.
-fn stage_k(e: u32, c0: u32, p0: i32, hi: i32, kv: u32, d4: u32) -> vec4<f32> {
+fn stage_k(e: u32, c0: u32, p0: i32, hi: i32, start: i32, kv: u32, d4: u32) -> vec4<f32> {
   let p = p0 + i32(e >> 3u); let i = c0 + (e & 7u);
   if (p > hi || i >= d4) { return vec4<f32>(0.0); }
-  return A[kv_at(p, kv, P.k_cache, P.k_new) / 4u + i];
+  return A[kv_at(p, start, kv, P.k_cache, P.k_new) / 4u + i];
 }
 
 @compute @workgroup_size(256)
@@ -39,12 +39,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   let t = wid(wg, n);
   let kv = t % kvh; let q0 = (t / kvh) * 16u;
   if (q0 >= nq) { return; }  // the same for the whole workgroup
-  let span_lo = row_span(q0 / grp).x;
-  let span_hi = row_span(min(q0 + 15u, nq - 1u) / grp).y;
+  let pl = workgroup_place(lid.x);
+  let span_lo = row_span(q0 / grp, pl).x;
+  let span_hi = row_span(min(q0 + 15u, nq - 1u) / grp, pl).y;
   // Query vector q0 + j: row (q0 + j) / grp, head kv * grp + (q0 + j) % grp; its vec4 offset.
   let tq = lid.x >> 4u; let tp = lid.x & 15u;
   var my = vec2<i32>(1, 0);
-  if (q0 + tq < nq) { my = row_span((q0 + tq) / grp); }
+  if (q0 + tq < nq) { my = row_span((q0 + tq) / grp, pl); }
   let ng = 256u / d4; let g = lid.x / d4; let di = lid.x % d4;
   var acc: array<vec4<f32>, 8>;  // queries g + ng j
   if (lid.x < 16u) { qm[lid.x] = -3.0e38; ql[lid.x] = 0.0; }
@@ -54,8 +55,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     // This thread's share of each 32 dims (a query vec4, two key vec4s), loaded for the next
     // dims while the staged ones multiply.
     var sq = stage_q(lid.x, 0u, q0, nq, kv, grp, heads, d, d4);
-    var sk0 = stage_k(lid.x, 0u, p0, span_hi, kv, d4);
-    var sk1 = stage_k(lid.x + 256u, 0u, p0, span_hi, kv, d4);
+    var sk0 = stage_k(lid.x, 0u, p0, span_hi, pl.start, kv, d4);
+    var sk1 = stage_k(lid.x + 256u, 0u, p0, span_hi, pl.start, kv, d4);
     for (var c0 = 0u; c0 < d4; c0 += 8u) {
       if (lid.x < 128u) { qs[slot8(lid.x >> 3u, lid.x & 7u)] = sq; }
       ks[slot8(lid.x >> 3u, lid.x & 7u)] = sk0;
@@ -63,8 +64,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       workgroupBarrier();
       if (c0 + 8u < d4) {
         sq = stage_q(lid.x, c0 + 8u, q0, nq, kv, grp, heads, d, d4);
-        sk0 = stage_k(lid.x, c0 + 8u, p0, span_hi, kv, d4);
-        sk1 = stage_k(lid.x + 256u, c0 + 8u, p0, span_hi, kv, d4);
+        sk0 = stage_k(lid.x, c0 + 8u, p0, span_hi, pl.start, kv, d4);
+        sk1 = stage_k(lid.x + 256u, c0 + 8u, p0, span_hi, pl.start, kv, d4);
       }
       for (var i = 0u; i < 8u; i++) {
         let qv = qs[slot8(tq, i)];
@@ -116,7 +117,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       for (var pp = 0u; pp < cnt; pp += VU) {
         var v: array<vec4<f32>, VU>;
         for (var u = 0u; u < VU; u++) {
-          if (pp + u < cnt) { v[u] = A[kv_at(p0 + i32(pp + u), kv, P.v_cache, P.v_new) / 4u + di]; } else { v[u] = vec4<f32>(0.0); }
+          if (pp + u < cnt) { v[u] = A[kv_at(p0 + i32(pp + u), pl.start, kv, P.v_cache, P.v_new) / 4u + di]; } else { v[u] = vec4<f32>(0.0); }
         }
         for (var j = 0u; j < 8u; j++) {
           let q = g + ng * j;

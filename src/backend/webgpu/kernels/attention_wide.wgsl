@@ -21,7 +21,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
   let t = wid(wg, n);
   let d = P.head_dim; let splits = P.splits;
   if (t >= P.rows * P.heads * splits) { return; }
-  let span = attention_span(t);
+  let pl = workgroup_place(lid.x);
+  let span = attention_span(t, pl);
   let rh = span.rh; let kv = span.kv; let slo = span.slo; let shi = span.shi;
   let d4 = d / 4u;
   let q = (P.q + rh * d) / 4u;
@@ -38,7 +39,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       workgroupBarrier();
     }
     let inv = 1.0 / sqrt(red[0] / f32(d) + P.eps);
-    let h4 = d4 / 2u; let half = d / 2u; let pos = f32(P.start + rh / P.heads);
+    let h4 = d4 / 2u; let half = d / 2u; let pos = f32(pl.start + i32(rh / P.heads));
     var lo = vec4<f32>(0.0); var hi = vec4<f32>(0.0);
     if (lid.x < h4) {
       let e = 4u * lid.x; let f = P.freqs + e;
@@ -70,7 +71,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     for (var h = 0u; h < d4; h += 64u) {
       var kx: array<vec4<f32>, 16>;
       for (var it = 0u; it < 4u; it++) {
-        let kb = kv_at_tile(p0, slot0, min(i32(team + 16u * it), cnt - 1), kv, P.k_cache, P.k_new) / 4u;
+        let kb = kv_at_tile(p0, slot0, min(i32(team + 16u * it), cnt - 1), pl.start, kv, P.k_cache, P.k_new) / 4u;
         for (var j = 0u; j < 4u; j++) { kx[it * 4u + j] = A[kb + min(h + lane + 16u * j, d4 - 1u)]; }
       }
       for (var j = 0u; j < 4u; j++) {
@@ -108,7 +109,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     if (d4 <= 64u) {
       var vx: array<vec4<f32>, 16>;
       for (var j = 0; j < 16; j++) {
-        vx[j] = A[kv_at_tile(p0, slot0, min(i32(group) + 4 * j, cnt - 1), kv, P.v_cache, P.v_new) / 4u + g0];
+        vx[j] = A[kv_at_tile(p0, slot0, min(i32(group) + 4 * j, cnt - 1), pl.start, kv, P.v_cache, P.v_new) / 4u + g0];
       }
       workgroupBarrier();  // the weights are written
       for (var j = 0; j < 16; j++) {
@@ -121,7 +122,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       for (var j0 = 0; j0 < 16; j0 += 8) {
         var va: array<vec4<f32>, 8>; var vb: array<vec4<f32>, 8>;
         for (var j = 0; j < 8; j++) {
-          let at = kv_at_tile(p0, slot0, min(i32(group) + 4 * (j0 + j), cnt - 1), kv, P.v_cache, P.v_new) / 4u;
+          let at = kv_at_tile(p0, slot0, min(i32(group) + 4 * (j0 + j), cnt - 1), pl.start, kv, P.v_cache, P.v_new) / 4u;
           va[j] = A[at + g0]; vb[j] = A[at + g1];
         }
         for (var j = 0; j < 8; j++) {

@@ -7,6 +7,7 @@ struct Params {
   rows: u32,    // new rows, at positions start ..
   start: u32,
   widest: u32,  // the widest row_size
+  shift: u32,   // the position shift's place (prelude's position_shift)
 }
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
@@ -19,7 +20,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n
   let rs = au(e + 4u); let cap = au(e + 5u);
   let r = (t % per_layer) / widest; let c = t % widest;
   if (c >= rs || (rows > cap && r < rows - cap)) { return; }
-  let slot = (P.start + r) % cap;
+  let slot = (P.start + position_shift(P.shift) + r) % cap;
   afset(au(e) + slot * rs + c, af(au(e + 2u) + r * rs + c));
   afset(au(e + 1u) + slot * rs + c, af(au(e + 3u) + r * rs + c));
 }

@@ -3,7 +3,8 @@
 //   stays NaN, as tanh keeps it, where clamp might make it finite);
 //   4: dst = s (fill); 5: thread i rounds oct i of rows of b values at a to 8 bits (into dst):
 //   each oct's values become round(x * (127 / m)) * (m / 127), m its largest magnitude, ties to
-//   even (base/quant.h's RoundOctsToInt8); count is then the octs
+//   even (base/quant.h's RoundOctsToInt8); count is then the octs; 6: dst = a[k * count ..], k the
+//   integer held as a float at b (0 below 0 or not a number: CopyRow)
 struct Params {
   op: u32,
   count: u32,
@@ -33,6 +34,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n
   let s = P.s;
   if (P.op == 4u) { afset(P.dst + i, s); return; }
   if (P.op == 5u) { round_oct(i); return; }
+  if (P.op == 6u) { afset(P.dst + i, af(P.a + position_shift(P.b + 1u) * P.count + i)); return; }
   let a = af(P.a + i);
   switch P.op {
     case 0u: { afset(P.dst + i, a + af(P.b + i)); }

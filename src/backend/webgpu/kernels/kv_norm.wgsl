@@ -35,7 +35,7 @@ fn kv_norm(t: u32, local: u32, lane: u32) {
     for (var i = local; i < d; i += 256u) { afset(base + i, af(base + i) * inv); }
     return;
   }
-  let pos = f32(au(P.kv_positions + r));
+  let pos = f32(table_position(P.kv_positions, r));
   for (var i = local; i < half; i += 256u) {
     let ra = reduce_angle(af(P.kv_freqs + i) * pos); let c = cos(ra); let sn = sin(ra);
     let a = af(base + i) * inv * welem(4u, i); let b = af(base + i + half) * inv * welem(4u, i + half);

@@ -8,7 +8,7 @@ struct Params {
   kv_v: u32,          // the new values, normed in place
   kv_heads: u32,      // kv heads a row
   kv_half: u32,       // half the head dim
-  kv_positions: u32,  // each row's position (u32)
+  kv_positions: u32,  // the rows' positions table (prelude's table_position)
   kv_freqs: u32,      // RoPE's inverse frequencies (half of them)
 }
 @compute @workgroup_size(256)

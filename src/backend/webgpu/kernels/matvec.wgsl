@@ -43,7 +43,7 @@ struct Params {
   kv_v: u32,          // KV_NORMS: the new values
   kv_heads: u32,      // KV_NORMS: kv heads a row
   kv_half: u32,       // KV_NORMS: half the head dim
-  kv_positions: u32,  // KV_NORMS: each row's position (u32)
+  kv_positions: u32,  // KV_NORMS: the rows' positions table (prelude's table_position)
   kv_freqs: u32,      // KV_NORMS: RoPE's inverse frequencies
 }
 const MT = W1_DTYPE;                           // the matrices' type

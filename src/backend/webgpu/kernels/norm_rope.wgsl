@@ -6,7 +6,7 @@ struct Params {
   rows: u32,
   heads: u32,
   half: u32,       // half the head dim
-  positions: u32,  // (rows), u32
+  positions: u32,  // a positions table (prelude's table_position)
   freqs: u32,      // (half) inverse frequencies
   eps: f32,
 }
@@ -28,7 +28,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
     workgroupBarrier();
   }
   let inv = 1.0 / sqrt(partial[0] / f32(dim) + P.eps);
-  let pos = f32(au(P.positions + t / P.heads));
+  let pos = f32(table_position(P.positions, t / P.heads));
   for (var i = lid.x; i < half; i += 64u) {
     let ra = reduce_angle(af(P.freqs + i) * pos); let c = cos(ra); let sn = sin(ra);
     let a = af(base + i) * inv * welem(1u, i); let b = af(base + i + half) * inv * welem(1u, i + half);

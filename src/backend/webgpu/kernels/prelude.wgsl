@@ -23,6 +23,17 @@ fn gid(id: vec3<u32>, n: vec3<u32>) -> u32 { return id.x + id.y * n.x * 64u; }
 // The linear index of a workgroup.
 fn wid(wg: vec3<u32>, n: vec3<u32>) -> u32 { return wg.x + wg.y * n.x; }
 
+// Positions held on the device (Backend::SetPositionShift): `place` is 0 for none, else 1 + the
+// arena float holding the shift, an integer as a float (0 below 0 or not a number).
+fn position_shift(place: u32) -> u32 {
+  if (place == 0u) { return 0u; }
+  let v = af(place - 1u);
+  return select(0u, u32(v), v > 0.0);
+}
+// Row r's position from a positions table (RopeTables): the shift's place, then the rows'
+// positions as u32.
+fn table_position(table: u32, r: u32) -> u32 { return au(table + 1u + r) + position_shift(au(table)); }
+
 // An angle reduced to [-pi, pi] (x - 2 pi k, 2 pi in three parts): GPUs' sin and cos may be
 // accurate only near 0, and RoPE's angles reach thousands of radians.
 fn reduce_angle(x: f32) -> f32 {

@@ -4,7 +4,7 @@ struct Params {
   rows: u32,
   heads: u32,
   half: u32,
-  positions: u32,  // (rows), u32
+  positions: u32,  // a positions table (prelude's table_position)
   freqs: u32,      // (half) inverse frequencies
 }
 @compute @workgroup_size(64)
@@ -13,7 +13,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) n
   let heads = P.heads; let half = P.half;
   if (t >= P.rows * heads * half) { return; }
   let i = t % half; let h = (t / half) % heads; let r = t / (half * heads);
-  let pos = f32(au(P.positions + r));
+  let pos = f32(table_position(P.positions, r));
   let ra = reduce_angle(af(P.freqs + i) * pos); let c = cos(ra); let s = sin(ra);
   let base = P.x + (r * heads + h) * 2u * half;
   let a = af(base + i); let b = af(base + i + half);
