@@ -24,7 +24,7 @@
 // --submit-dispatches runs each side once per value of the runtime's submitDispatches
 // (docs/API.md): 4096 puts all of a step's dispatches in one compute pass. --decode-ahead runs
 // each side once per value of the load option decodeAhead (0: nothing recorded ahead of a read,
-// no speculative round prepared), for each --submit-dispatches value.
+// no speculative round recorded ahead), for each --submit-dispatches value.
 import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
@@ -243,7 +243,7 @@ const rowText = (r) => {
     `decode ${r.decode_tokens_per_s.toFixed(1)} tok/s (step ${r.step_ms.toFixed(2)} ms)\n` +
     `  with the assistant (K=${r.draft_tokens}): ${r.mtp_tokens_per_s.toFixed(1)} tok/s, ${r.rounds} rounds of ` +
     `${r.round_ms.toFixed(2)} ms = ${r.round_per_step.toFixed(3)}x a step, acceptance ${(100 * r.acceptance_rate).toFixed(1)}%; ` +
-    `${r.prepared_rounds} prepared while the one before ran, ${r.prepared_rounds_run} run so`;
+    `${r.rounds_ahead} recorded before the read of the one before`;
 };
 const texts = rows.map(rowText);
 if (parsed.values.json) {

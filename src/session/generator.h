@@ -75,7 +75,8 @@ struct GenerationStats {
   // and of those, the rounds that then ran wholly from their preparation.
   int prepared_rounds = 0;
   int prepared_rounds_run = 0;
-  // Greedy rounds recorded before the read of the round before them (GenerateOptions::round_ahead).
+  // Greedy rounds recorded before the read of the round before them (GenerateOptions::round_ahead),
+  // counted as they are read (a round after a stop token is not).
   int rounds_ahead = 0;
   double acceptance_rate() const { return drafted ? static_cast<double>(accepted) / drafted : 0.0; }
   // Tokens emitted per round (after the first, which the prefill gives).

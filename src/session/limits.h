@@ -76,7 +76,7 @@ inline constexpr Limit kGpuFill{"gpu_fill", "gpu-fill", "gpuFill", LimitKind::kI
 inline constexpr Limit kDecodeAhead{"decode_ahead", "decode-ahead", "decodeAhead", LimitKind::kInteger, 0, 16, false,
                                     kNoDefault, kNoDefault, "1 where the backend's reads overlap its work (WebGPU), else 0",
                                     "decode steps recorded ahead of the read before them (greedy speculative rounds: one "
-                                    "prepared ahead unless 0)"};
+                                    "recorded ahead unless 0)"};
 inline constexpr Limit kMaxTokens{"max_tokens", "max-new-tokens", "max_tokens", LimitKind::kInteger, 0, 1 << 24, false,
                                   kNoDefault, 32, "the rest of the context (API); 32 (CLI)",
                                   "tokens to generate at most"};

@@ -241,7 +241,6 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     G4_RETURN_IF_ERROR(s);
     G4_ASSIGN_OR_RETURN(auto read, be.StartDownload(*round_buf, 0, round_host.size() * sizeof(float)));
     next_round = Ahead{std::move(read), p + 1, next, 0};
-    st.rounds_ahead++;
     return Status::Ok();
   };
 
@@ -268,6 +267,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
       std::unique_ptr<PendingDownload> read;
       if (recorded) {
         read = std::move(recorded->read);
+        st.rounds_ahead++;
       } else {
         const uint64_t used0 = be.prepared_counts().used;
         G4_RETURN_IF_ERROR(RecordGreedyRound(target, assistant, *cache, state, F32{state_b.get(), 0}, slots, nd));
