@@ -85,6 +85,44 @@ Trace Decode(DraftPolicy& policy, FakeDecoder& d, int tokens, const std::functio
   return r;
 }
 
+// A round recorded before the one before it is read asks NextAfterRound: with drafts never
+// accepted (measuring, then probes among plain steps) and with drafts nearly always accepted
+// (rounds, and a few plain steps now and then), it answers what Next() answers once that round
+// is recorded, so no probe is followed by a second round and no measurement overshoots.
+TEST(DraftPolicy, NextAfterRoundForetellsNext) {
+  for (double alpha : {0.0, 0.9}) {
+    DraftPolicy policy(2, DraftPolicyKind::kAdaptive);
+    FakeDecoder d;
+    d.alpha = {alpha};
+    int rounds = 0, probes = 0;
+    for (int tokens = 0; tokens < 600;) {
+      const int k = policy.Next();
+      if (k == 0) {
+        const int n = policy.PlainSteps();
+        double t = 0.0;
+        for (int i = 0; i < n; ++i) t += d.Time(0);
+        policy.RecordPlain(n, t);
+        tokens += n;
+        continue;
+      }
+      const int foretold = policy.NextAfterRound(k);
+      const int m = d.Accepted(k);
+      policy.RecordRound(k, m, d.Time(k));
+      ASSERT_EQ(foretold, policy.Next()) << "alpha " << alpha << ", round " << rounds;
+      ++rounds;
+      if (alpha == 0.0 && rounds > 3) {
+        ++probes;
+        EXPECT_EQ(foretold, 0) << "a probe is one round";
+      }
+      tokens += m + 1;
+    }
+    EXPECT_GT(rounds, 3);
+    if (alpha == 0.0) {
+      EXPECT_GT(probes, 0);
+    }
+  }
+}
+
 TEST(DraftPolicy, FixedAlwaysDraftsTheMaximum) {
   DraftPolicy policy(3, DraftPolicyKind::kFixed);
   FakeDecoder d;

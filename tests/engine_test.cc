@@ -198,6 +198,9 @@ TEST(Engine, RequestsAreCheckedWithTheTableAndTheContext) {
   bad = r;
   bad.speculative = true;
   expect(bad, "speculative decoding needs an assistant");
+  bad = r;
+  bad.round_ahead = 2;
+  expect(bad, "round_ahead must be -1 (the default), 0 or 1, not 2");
   // Unset max_tokens: the rest of the context.
   auto small = Loaded("", 8);
   r.max_tokens.reset();

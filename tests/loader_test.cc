@@ -76,6 +76,10 @@ class CountingBackend final : public Backend {
   void Scale(F32 x, size_t n, float s) override { inner_->Scale(In(x), n, s); }
   void Copy(F32 d, F32 s, size_t n) override { inner_->Copy(In(d), In(s), n); }
   void CopyRow(F32 d, F32 s, size_t n, F32 i) override { inner_->CopyRow(In(d), In(s), n, In(i)); }
+  void SetPositionShift(F32 w, int most) override {
+    Backend::SetPositionShift(w, most);
+    inner_->SetPositionShift(w.buffer ? In(w) : w, most);
+  }
   void Argmax(F32 i, F32 x, int r, int c) override { inner_->Argmax(In(i), In(x), r, c); }
   void GatherMatVec(F32 o, F32 i, const Weight& w, std::span<const int32_t> r) override { inner_->GatherMatVec(In(o), In(i), In(w), r); }
   void Softcap(F32 x, size_t n, float c) override { inner_->Softcap(In(x), n, c); }

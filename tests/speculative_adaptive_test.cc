@@ -94,6 +94,14 @@ TEST_F(AdaptiveTest, GreedyOutputEqualsPlainGreedy) {
         ASSERT_TRUE(r.ok()) << r.status().message();
         EXPECT_EQ(r->tokens, plain->tokens) << "K=" << k;
         ExpectConsistentCounters(*r, k);
+        // Rounds recorded before the read of the one before (the CPU runs them as recorded): the
+        // same tokens, through plain steps and rounds as the policy turns between them.
+        GenerateOptions ahead = o;
+        ahead.round_ahead = 1;
+        auto a = GenerateSpeculative(*target_, *as, prompt, ahead, SpeculativeOptions{k, DraftPolicyKind::kAdaptive});
+        ASSERT_TRUE(a.ok()) << a.status().message();
+        EXPECT_EQ(a->tokens, plain->tokens) << "rounds ahead, K=" << k;
+        ExpectConsistentCounters(*a, k);
       }
     }
     // Logits recorded: the rounds run off the backend, the plain steps one at a time.

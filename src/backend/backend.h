@@ -163,10 +163,11 @@ class Backend {
   // --- positions held on the device ---
   // While a shift is set, every op that takes positions (RoPE's positions, attention's start and
   // its cached positions, the cache's appends) adds to them the integer held as a float at `word`
-  // when the op runs, from 0 to `most`: work whose positions follow a result still on the device
-  // (a speculative round's accepted count) can be recorded before that result is read. Attention
-  // sizes its work for `most` more positions. ClearPositionShift ends it.
-  void SetPositionShift(F32 word, int most) {
+  // when the op runs, which must be from 0 to `most`: work whose positions follow a result still
+  // on the device (a speculative round's accepted count) can be recorded before that result is
+  // read. Attention sizes its work for `most` more positions. ClearPositionShift ends it. A
+  // backend that wraps another hands the shift on.
+  virtual void SetPositionShift(F32 word, int most) {
     shift_ = word;
     shift_most_ = most;
   }

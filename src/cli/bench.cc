@@ -426,7 +426,7 @@ Status BenchDecodeWithAssistant(Engine& engine, const EngineRequest& plain, doub
     for (int i = 0; i < 3; ++i) {
       for (Way& w : ways) {
         EngineRequest one = request;
-        one.decode_ahead = w.decode_ahead;
+        one.decode_ahead = w.decode_ahead == 0 ? 0 : request.decode_ahead;
         one.round_ahead = w.round_ahead;
         G4_ASSIGN_OR_RETURN(EngineAnswer a, engine.Generate(one));
         if (a.result.tokens != r.tokens) return Internal(std::string("bench: rounds ") + w.name + " gave other tokens");

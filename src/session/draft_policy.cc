@@ -99,6 +99,15 @@ int DraftPolicy::Next() const {
   return plain_since_probe_ < probe_interval_ ? 0 : Best(1);
 }
 
+int DraftPolicy::NextAfterRound(int k) const {
+  if (k < 1 || k > max_drafts_) return Next();
+  DraftPolicy after = *this;
+  ++after.rounds_since_plain_;
+  after.plain_since_probe_ = 0;
+  ++after.samples_[k];
+  return after.Next();
+}
+
 int DraftPolicy::PlainSteps() const {
   if (!Measured(0)) return samples_[0] == 0 ? 1 : kStepSample;
   if (Best(0) > 0) return kStepSample;

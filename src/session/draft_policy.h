@@ -37,6 +37,10 @@ class DraftPolicy {
   // Drafts for the next round: 0..max_drafts, 0 being plain steps (PlainSteps() of them).
   int Next() const;
   int PlainSteps() const;
+  // What Next() will answer after a round of k drafts whose outcome is not known yet (a round
+  // recorded before the one before it is read): the counts move as that round moves them, the
+  // estimates stay as they are.
+  int NextAfterRound(int k) const;
   // A round with k >= 1 drafts, `accepted` of them kept, took `micros`.
   void RecordRound(int k, int accepted, double micros);
   // `steps` plain steps took `micros` altogether.

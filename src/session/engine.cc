@@ -167,6 +167,9 @@ Result<EngineAnswer> Engine::Generate(const EngineRequest& request, const Engine
   opt.top_logits = request.top_logits;
   opt.stop_ids = request.stop_ids;
   opt.decode_ahead = request.decode_ahead != -1 ? request.decode_ahead : decode_ahead_;
+  if (request.round_ahead < -1 || request.round_ahead > 1) {
+    return InvalidArgument("round_ahead must be -1 (the default), 0 or 1, not " + std::to_string(request.round_ahead));
+  }
   opt.round_ahead = request.round_ahead;
   const bool speculative = request.speculative.value_or(assistant_ != nullptr);
   if (speculative && !assistant_) return FailedPrecondition("speculative decoding needs an assistant");

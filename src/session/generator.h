@@ -33,7 +33,8 @@ struct GenerateOptions {
   // Greedy speculative rounds without recorded logits: 1 records the next round before this
   // one's read, its positions and its seed's row taken from this round's verdict on the backend
   // (Backend::SetPositionShift, CopyRow), so that the device goes from round to round without
-  // waiting for the host; 0 prepares it instead. -1: 1 where steps are recorded ahead (decode_ahead).
+  // waiting for the host; 0 prepares it instead. -1: 1 where steps are recorded ahead
+  // (decode_ahead). decode_ahead 0 records no round ahead either way.
   int round_ahead = -1;
 };
 

@@ -190,15 +190,16 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     return Status::Ok();
   };
 
-  // While a greedy round runs on a backend that prepares work ahead, the next round is prepared
-  // as if every draft were accepted: the same ops as the round recorded once the verdict is in
+  // With round_ahead 0, while a greedy round runs on a backend that prepares work ahead, the next
+  // round is prepared as if every draft were accepted: the same ops as the round recorded once the verdict is in
   // (the seed and its state copied, drafts, verification, acceptance), at the positions that
   // follow. Once the verdict is in, that round runs from the preparation (its positions and the
   // state's row m differ only in parameters), so the host's hand-over of it is mostly done while
   // the GPU still runs this one. Nothing prepared runs unless recorded again; a preparation that
   // fails is dropped, and the round is recorded as ever. (The adaptive policy's cost of a round
   // includes the host's preparation of the next, which mostly overlaps the GPU's work.)
-  const bool ahead_rounds = options.round_ahead >= 0 ? options.round_ahead > 0 : overlap;
+  // decode_ahead 0 records nothing ahead of a read; else round_ahead decides (-1: as steps are).
+  const bool ahead_rounds = options.decode_ahead != 0 && (options.round_ahead >= 0 ? options.round_ahead > 0 : overlap);
   const bool prepare = overlap && be.CanPrepare() && !ahead_rounds;
   uint64_t prepared_lists = 0;  // the lists of the round prepared last, until it is recorded
   auto prepare_next = [&](int nd, int remaining) {
@@ -228,10 +229,11 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     int64_t t0 = 0;
   };
   std::optional<Ahead> next_round;
-  // Records the next round while the one of nd drafts at p runs, if the policy drafts and it fits.
+  // Records the next round while the one of nd drafts at p runs, if the policy would draft after
+  // this round and the next round fits, however many of this round's drafts are accepted.
   auto record_ahead = [&](int64_t p, int nd, int remaining) -> Status {
-    const int next = policy.Next();
-    if (next < 1 || nd + next + 2 > remaining) return Status::Ok();
+    const int next = policy.NextAfterRound(nd);
+    if (next < 1 || nd + next + 2 > remaining || p + nd + next + 2 > cache->max_positions()) return Status::Ok();
     G4_RETURN_IF_ERROR(cache->SetLength(p + 1));
     be.SetPositionShift(slots.verdict, nd);
     be.CopyRow(state, target.hidden_rows(), H, slots.verdict);
@@ -289,7 +291,6 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
       if (next_round) {
         // The next round runs after this one's m accepted drafts; its seed is already copied.
         next_round->position += m;
-        next_round->t0 = cost_clock();
       } else {
         be.Copy(slots.tokens, slots.verdict.At(1), 1);  // the next round's seed
       }
@@ -378,8 +379,16 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     }
     // Keep the K/V of seed + accepted drafts; the next round starts from the bonus token with
     // the hidden state that produced it (a round recorded ahead copied it already).
-    G4_RETURN_IF_ERROR(cache->SetLength(p + m + 1));
-    if (!next_round) be.Copy(state, target.hidden_rows().At(static_cast<size_t>(m) * H), H);
+    // After a round recorded ahead, or with one recorded ahead of this one's read, the host's
+    // length catches up with the device's (forward too).
+    G4_RETURN_IF_ERROR(recorded || next_round ? cache->SetLength(p + m + 1) : cache->Rollback(p + m + 1));
+    if (next_round) {
+      // The next round's cost, as the policy sees it, runs from here (not counting this round's
+      // emission) to its read.
+      next_round->t0 = cost_clock();
+    } else {
+      be.Copy(state, target.hidden_rows().At(static_cast<size_t>(m) * H), H);
+    }
     seed = bonus;
     interrupted();
   }

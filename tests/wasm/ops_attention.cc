@@ -88,8 +88,9 @@ void RunPositionShift(Backend& gpu, Backend& cpu) {
   for (float shift : {0.0f, 2.0f}) {
     const std::string at = "_shift" + std::to_string(static_cast<int>(shift));
     // RoPE apart, and the queries' norm and RoPE folded into attention (3 rows, splits over a
-    // long cache), attention's other kernels (a head dim of 10; past-only queries as drafting's),
-    // and a ring that the shift fills (cached capped at its capacity).
+    // long cache) or apart (9 rows: the verification of 8 drafts, prefill's tiled kernel),
+    // attention's other kernels (a head dim of 10; past-only queries as drafting's), and a ring
+    // that the shift fills (cached capped at its capacity).
     Case("rope" + at, gpu, cpu, 1e-10, [&](Side& s) {
       F32 x = s.Floats(Random(3 * 4 * 12)), word = s.Floats({shift});
       s.be->SetPositionShift(word, 2);
@@ -97,7 +98,7 @@ void RunPositionShift(Backend& gpu, Backend& cpu) {
       s.be->ClearPositionShift();
       return s.Read(x, 3 * 4 * 12);
     });
-    for (auto [rows, d, cached, cap] : {std::tuple{3, 64, 298, 320}, {1, 256, 40, 41}, {3, 256, 300, 302}}) {
+    for (auto [rows, d, cached, cap] : {std::tuple{3, 64, 298, 320}, {1, 256, 40, 41}, {3, 256, 300, 302}, {9, 64, 70, 71}}) {
       Case("norm_rope_attention_r" + std::to_string(rows) + "_d" + std::to_string(d) + "_cap" + std::to_string(cap) + at,
            gpu, cpu, 1e-10, [&](Side& s) {
         const int heads = 8, kvh = 2, start = cached;

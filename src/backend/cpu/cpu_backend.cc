@@ -106,7 +106,7 @@ class CpuBackend final : public Backend {
   // The position shift in force (SetPositionShift), read as each op runs.
   int64_t Shift() const {
     const F32 w = position_shift();
-    return w.buffer ? std::min<int64_t>(Whole(*Ptr(w)), position_shift_most()) : 0;
+    return w.buffer ? Whole(*Ptr(w)) : 0;
   }
 
  public:
@@ -226,8 +226,9 @@ class CpuBackend final : public Backend {
 
   void Attention(F32 out, F32 q, F32 k_new, F32 v_new, F32 k_cache, F32 v_cache, const AttentionShape& shape) override {
     AttentionShape s = shape;
-    s.start += Shift();
-    s.cached = std::min(s.cached + Shift(), s.capacity);
+    const int64_t shift = Shift();
+    s.start += shift;
+    s.cached = std::min(s.cached + shift, s.capacity);
     const float *qp = Ptr(q), *kn = Ptr(k_new), *vn = Ptr(v_new), *kc = Ptr(k_cache), *vc = Ptr(v_cache);
     float* op = Ptr(out);
     const int d = s.head_dim, group = s.heads / s.kv_heads;
