@@ -15,7 +15,7 @@ const pair = ['--model', join(root, 'testdata/models/e2b_mini'), '--assistant', 
 const bench = (args) => spawnSync(process.execPath, [script, ...args], { cwd: root, encoding: 'utf8' });
 
 test('the Node side measures prefill, plain decode and K=2 rounds, once per decodeAhead asked', () => {
-  const r = bench([...pair, '--prompt-tokens', '40', '--decode-tokens', '10', '--reps', '1', '--only', 'node',
+  const r = bench([...pair, '--prompt-tokens', '40', '--decode-tokens', '8', '--reps', '1', '--only', 'node',
                    '--decode-ahead', '0,1', '--json']);
   assert.equal(r.status, 0, r.stderr);
   const { rows } = JSON.parse(r.stdout.trim().split('\n').pop());
@@ -31,9 +31,9 @@ function checkRow(row) {
   assert.equal(row.software, true, `lavapipe is a software adapter: ${row.adapter}`);
   // The prompt is sized from two probes of the tokenizer: within a word's tokens of the ask.
   assert.ok(Math.abs(row.prompt_tokens - 40) <= 4, `prompt of ${row.prompt_tokens} tokens`);
-  assert.equal(row.decode_tokens, 10);
+  assert.equal(row.decode_tokens, 8);
   assert.equal(row.draft_tokens, 2);
-  assert.ok(row.rounds >= 1 && row.rounds <= 9, `${row.rounds} rounds for 9 tokens after the first`);
+  assert.ok(row.rounds >= 1 && row.rounds <= 7, `${row.rounds} rounds for 7 tokens after the first`);
   for (const k of ['prefill_tokens_per_s', 'decode_tokens_per_s', 'step_ms', 'mtp_tokens_per_s', 'round_ms',
                    'round_per_step', 'encode_us_per_dispatch', 'pass_us_per_dispatch', 'round_trip_us',
                    'set_pipeline_us', 'set_bind_group_us', 'set_bind_group_array_us', 'set_bind_group_per_slot_us', 'create_bind_group_us', 'dispatch_call_us',
