@@ -190,10 +190,10 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     return Status::Ok();
   };
 
-  // With round_ahead 0, while a greedy round runs on a backend that prepares work ahead, the next
-  // round is prepared as if every draft were accepted: the same ops as the round recorded once the verdict is in
-  // (the seed and its state copied, drafts, verification, acceptance), at the positions that
-  // follow. Once the verdict is in, that round runs from the preparation (its positions and the
+  // With round_ahead 0, while a greedy round runs on a backend that prepares work ahead, the
+  // next round is prepared as if every draft were accepted: the same ops as the round recorded
+  // once the verdict is in (the seed and its state copied, drafts, verification, acceptance), at
+  // the positions that follow. Once the verdict is in, that round runs from the preparation (its positions and the
   // state's row m differ only in parameters), so the host's hand-over of it is mostly done while
   // the GPU still runs this one. Nothing prepared runs unless recorded again; a preparation that
   // fails is dropped, and the round is recorded as ever. (The adaptive policy's cost of a round
@@ -378,9 +378,9 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
       }
     }
     // Keep the K/V of seed + accepted drafts; the next round starts from the bonus token with
-    // the hidden state that produced it (a round recorded ahead copied it already).
-    // After a round recorded ahead, or with one recorded ahead of this one's read, the host's
-    // length catches up with the device's (forward too).
+    // the hidden state that produced it (a round recorded ahead copied it already). After a round
+    // recorded ahead, or with one recorded ahead of this one's read, the host's length catches up
+    // with the device's (forward too).
     G4_RETURN_IF_ERROR(recorded || next_round ? cache->SetLength(p + m + 1) : cache->Rollback(p + m + 1));
     if (next_round) {
       // The next round's cost, as the policy sees it, runs from here (not counting this round's
