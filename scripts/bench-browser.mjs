@@ -132,6 +132,9 @@ function fileRoutes(prefix, dir) {
 
 const configLabel = ({ submitDispatches, decodeAhead }) =>
   `${submitDispatches ? `, ${submitDispatches} a submit` : ''}${decodeAhead !== undefined ? `, decodeAhead ${decodeAhead}` : ''}`;
+// A row's options as fields (null: the runtime's default), beside its label.
+const configFields = ({ submitDispatches, decodeAhead }) =>
+  ({ submit_dispatches: submitDispatches ?? null, decode_ahead: decodeAhead ?? null });
 const loadOptionsOf = ({ decodeAhead }) => (decodeAhead !== undefined ? { decodeAhead } : {});
 
 async function inNode(wasm, config) {
@@ -148,7 +151,7 @@ async function inNode(wasm, config) {
   const runtime = await benchRuntime(factory, { target: model, assistant, tokenizer, ...measure, factoryOptions,
                                                 loadOptions: loadOptionsOf(config) });
   return { where: `node (Dawn${validation === 'off' ? ', validation off' : ''}${configLabel(config)})` +
-                  `${wasm ? ` ${basename(wasm)}` : ''}`, ...dispatch, ...runtime };
+                  `${wasm ? ` ${basename(wasm)}` : ''}`, ...configFields(config), ...dispatch, ...runtime };
 }
 
 async function inBrowser() {
@@ -199,6 +202,8 @@ async function inBrowser() {
     return results.map(({ config, ...r }) => ({
       where: `chromium ${version}${configLabel({ submitDispatches: config.submitDispatches || undefined,
                                                   decodeAhead: config.decodeAhead >= 0 ? config.decodeAhead : undefined })}`.trim(),
+      ...configFields({ submitDispatches: config.submitDispatches || undefined,
+                        decodeAhead: config.decodeAhead >= 0 ? config.decodeAhead : undefined }),
       ...r }));
   } finally {
     await context?.close();

@@ -20,6 +20,7 @@ test('the Node side measures prefill, plain decode and K=2 rounds, once per deco
   assert.equal(r.status, 0, r.stderr);
   const { rows } = JSON.parse(r.stdout.trim().split('\n').pop());
   assert.deepEqual(rows.map((row) => row.where), ['node (Dawn, decodeAhead 0)', 'node (Dawn, decodeAhead 1)']);
+  assert.deepEqual(rows.map((row) => [row.decode_ahead, row.submit_dispatches]), [[0, null], [1, null]]);
   for (const row of rows) checkRow(row);
   // Rounds are recorded before the read of the one before only with decodeAhead above 0.
   assert.equal(rows[0].rounds_ahead, 0);
