@@ -114,8 +114,10 @@ export interface SpeculativeCounters {
   draft_policy: 'adaptive' | 'fixed';
   /** Rounds by the drafts they made, 0..draft_tokens (0: plain steps). */
   rounds_per_k: number[];
-  /** Greedy rounds prepared while the round before ran (WebGPU, decodeAhead > 0), and of those
-   *  the ones that ran from their preparation. */
+  /** Greedy rounds recorded before the read of the round before them (WebGPU, decodeAhead > 0). */
+  rounds_ahead: number;
+  /** Greedy rounds prepared while the round before ran, and of those the ones that ran from their
+   *  preparation (0 in the page's runtime, which records rounds ahead instead). */
   prepared_rounds: number;
   prepared_rounds_run: number;
 }

@@ -14,7 +14,7 @@ export async function use(): Promise<string> {
   for await (const chunk of stream) {
     const c: ChatCompletionChunk = chunk;
     text += c.choices[0].delta.content ?? '';
-    if (c.usage) console.log(c.usage.speculative.acceptance_rate, c.usage.time_to_first_token_ms);
+    if (c.usage) console.log(c.usage.speculative.acceptance_rate, c.usage.speculative.rounds_ahead, c.usage.time_to_first_token_ms);
   }
   const done = await gemma.chat.completions.create({ messages: [{ role: 'user', content: 'Hi' }], seed: 3, top_p: 0.9 });
   text += done.choices[0].message.content;
