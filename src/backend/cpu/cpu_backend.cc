@@ -40,11 +40,18 @@ auto Ranks(const float* row) {
   };
 }
 
+// An integer held as a float on the device (an id, a row index, a position shift), as a host
+// int: 0 outside [0, limit) (kNotFiniteId and NaN among them).
+inline int32_t HostId(float f, int64_t limit) {
+  return f >= 0.0f && f < static_cast<float>(limit) ? static_cast<int32_t>(f) : 0;
+}
+constexpr int64_t kAnyId = std::numeric_limits<int32_t>::max();
+
 // Ids held as floats, as host ints; one outside [0, rows) (kNotFiniteId among them) reads row 0,
 // as WebGPU's conversion and clamped reads do: generation stops before such a row matters.
 std::vector<int32_t> HostIds(const float* f, int n, int64_t rows) {
   std::vector<int32_t> ids(n);
-  for (int i = 0; i < n; ++i) ids[i] = f[i] >= 0.0f && f[i] < static_cast<float>(rows) ? static_cast<int32_t>(f[i]) : 0;
+  for (int i = 0; i < n; ++i) ids[i] = HostId(f[i], rows);
   return ids;
 }
 
@@ -67,8 +74,6 @@ class CpuBuffer final : public Buffer {
 
 inline const uint8_t* Raw(const Buffer* b) { return static_cast<const CpuBuffer*>(b)->data(); }
 inline float* Ptr(F32 t) { return reinterpret_cast<float*>(static_cast<CpuBuffer*>(t.buffer)->data()) + t.offset; }
-// An integer held as a float on the device (a row index, a position shift): 0 below 0 or not finite.
-inline int64_t Whole(float v) { return v > 0.0f && v < 1e18f ? static_cast<int64_t>(v) : 0; }
 inline const void* WeightData(const Weight& w, int64_t index = 0) {
   return Raw(w.buffer) + StoredBytes(w.dtype, static_cast<uint64_t>(index * w.rows * w.cols));
 }
@@ -106,7 +111,7 @@ class CpuBackend final : public Backend {
   // The position shift in force (SetPositionShift), read as each op runs.
   int64_t Shift() const {
     const F32 w = position_shift();
-    return w.buffer ? Whole(*Ptr(w)) : 0;
+    return w.buffer ? HostId(*Ptr(w), kAnyId) : 0;
   }
 
  public:
@@ -321,7 +326,7 @@ class CpuBackend final : public Backend {
   void Copy(F32 dst, F32 src, size_t count) override { std::memmove(Ptr(dst), Ptr(src), count * sizeof(float)); }
 
   void CopyRow(F32 dst, F32 src, size_t count, F32 index) override {
-    Copy(dst, src.At(static_cast<size_t>(Whole(*Ptr(index))) * count), count);
+    Copy(dst, src.At(static_cast<size_t>(HostId(*Ptr(index), kAnyId)) * count), count);
   }
 
   void GatherMatVec(F32 out, F32 in, const Weight& w, std::span<const int32_t> rows) override {
