@@ -190,6 +190,12 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     return Status::Ok();
   };
 
+  // Records a greedy round of nd drafts at the cache's length and starts the read of its slots.
+  auto record_and_read = [&](int nd) -> Result<std::unique_ptr<PendingDownload>> {
+    G4_RETURN_IF_ERROR(RecordGreedyRound(target, assistant, *cache, state, F32{state_b.get(), 0}, slots, nd));
+    return be.StartDownload(*round_buf, 0, round_host.size() * sizeof(float));
+  };
+
   // With round_ahead 0, while a greedy round runs on a backend that prepares work ahead, the
   // next round is prepared as if every draft were accepted: the same ops as the round recorded
   // once the verdict is in (the seed and its state copied, drafts, verification, acceptance), at
@@ -238,11 +244,10 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     be.SetPositionShift(slots.verdict, nd);
     be.CopyRow(state, target.hidden_rows(), H, slots.verdict);
     be.Copy(slots.tokens, slots.verdict.At(1), 1);
-    Status s = RecordGreedyRound(target, assistant, *cache, state, F32{state_b.get(), 0}, slots, next);
+    auto read = record_and_read(next);
     be.ClearPositionShift();
-    G4_RETURN_IF_ERROR(s);
-    G4_ASSIGN_OR_RETURN(auto read, be.StartDownload(*round_buf, 0, round_host.size() * sizeof(float)));
-    next_round = Ahead{std::move(read), p + 1, next, 0};
+    if (!read.ok()) return read.status();
+    next_round = Ahead{std::move(read).value(), p + 1, next, 0};
     return Status::Ok();
   };
 
@@ -272,8 +277,7 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
         st.rounds_ahead++;
       } else {
         const uint64_t used0 = be.prepared_counts().used;
-        G4_RETURN_IF_ERROR(RecordGreedyRound(target, assistant, *cache, state, F32{state_b.get(), 0}, slots, nd));
-        G4_ASSIGN_OR_RETURN(read, be.StartDownload(*round_buf, 0, round_host.size() * sizeof(float)));
+        G4_ASSIGN_OR_RETURN(read, record_and_read(nd));
         if (prepared_for_this > 0) {
           st.prepared_rounds++;
           if (be.prepared_counts().used - used0 == prepared_for_this) st.prepared_rounds_run++;
