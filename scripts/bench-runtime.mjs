@@ -75,8 +75,6 @@ export async function benchRuntime(factory, { target, assistant, tokenizer, prom
       rounds: fastest.speculative.rounds,
       acceptance_rate: fastest.speculative.acceptance_rate,
       rounds_ahead: fastest.speculative.rounds_ahead,
-      prepared_rounds: fastest.speculative.prepared_rounds,
-      prepared_rounds_run: fastest.speculative.prepared_rounds_run,
       round_ms: roundMs,
       round_per_step: roundMs / stepMs,
     };

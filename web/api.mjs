@@ -612,8 +612,7 @@ class Runtime {
                      draft_policy: this.#info.draft_policy, rounds: s.rounds,
                      drafted: s.drafted, accepted: s.accepted, acceptance_rate: s.drafted ? s.accepted / s.drafted : 0,
                      accepted_per_position: s.accepted_per_position, rounds_per_k: s.rounds_per_k,
-                     rounds_ahead: s.rounds_ahead, prepared_rounds: s.prepared_rounds,
-                     prepared_rounds_run: s.prepared_rounds_run },
+                     rounds_ahead: s.rounds_ahead },
     };
     const c = this.#counters;
     c.requests++;

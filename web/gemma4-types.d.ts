@@ -65,7 +65,7 @@ export interface LoadOptions {
    *  the fill its adapter measured at its first load here (stats().model.gpu_fill). */
   gpuFill?: number;
   /** Greedy decode steps recorded ahead of the read before them, an integer in [0, 16]; greedy
-   *  speculative rounds are prepared one ahead unless it is 0 (sampled requests read each token
+   *  speculative rounds are recorded one ahead unless it is 0 (sampled requests read each token
    *  before the next step either way). 0 records each step or round once the read before it is
    *  in. Above 0 only with the webgpu backend. Default: 1 on WebGPU, 0 on the CPU backend. */
   decodeAhead?: number;
@@ -116,10 +116,6 @@ export interface SpeculativeCounters {
   rounds_per_k: number[];
   /** Greedy rounds recorded before the read of the round before them (WebGPU, decodeAhead > 0). */
   rounds_ahead: number;
-  /** Greedy rounds prepared while the round before ran, and of those the ones that ran from their
-   *  preparation (0 in the page's runtime, which records rounds ahead instead). */
-  prepared_rounds: number;
-  prepared_rounds_run: number;
 }
 
 export interface Usage {

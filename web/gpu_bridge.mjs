@@ -198,10 +198,8 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
   // Runs a command list (see webgpu_backend.cc): the dispatches' parameters go to the uniform
   // slots in one write, then submits of up to submitDispatches dispatches, one compute pass each
   // (a pass per dispatch when kernels are timed). A read ({ id, offset, size, staging }) is copied
-  // in the last submit, after every dispatch. With `keep` (an array; a list prepared ahead, not
-  // profiled, of at most UNIFORM_SLOTS dispatches) the parameters are not written and the
-  // submits' command buffers go to `keep` instead of the queue.
-  const run = (words, read, keep = null) => {
+  // in the last submit, after every dispatch.
+  const run = (words, read) => {
     const timed = profile.mode === PROFILE_KERNELS && profile.supported;
     const passTimed = profile.mode === PROFILE_PASSES && profile.supported;
     const perSubmit = timed ? PROFILE_SLOTS : submitDispatches;
@@ -209,7 +207,7 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
     const starts = startsOf(words);
     for (let group = 0; group < starts.length; group += perGroup) {
       const groupEnd = Math.min(group + perGroup, starts.length);
-      if (!keep) writeParams(words, starts, group, groupEnd);
+      writeParams(words, starts, group, groupEnd);
       for (let first = group; first < groupEnd; first += perSubmit) {
         const end = Math.min(first + perSubmit, groupEnd);
         const encoder = device.createCommandEncoder();
@@ -240,10 +238,6 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
         const finish = timed ? collect(encoder, kernelIds, groups)
           : passTimed ? collect(encoder, [], [], end - first) : null;
         if (end === starts.length) copyRead(encoder, read);
-        if (keep) {
-          keep.push(encoder.finish());
-          continue;
-        }
         device.queue.submit([encoder.finish()]);
         finish?.();
       }
@@ -258,49 +252,6 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
     if (read) encoder.copyBufferToBuffer(buffers[read.id], read.offset, read.staging, 0, read.size);
   };
 
-  // Lists prepared ahead (prepare(1) until prepare(0)) are encoded as they are handed over, not
-  // run, and kept in order with their dispatches' headers; submit_prepared runs the first kept
-  // with the parameters of a list recorded later that holds the same dispatches (kernels, weights,
-  // workgroups: the module checks, and so does this). Any other hand-over drops what is kept. A
-  // list handed over while profiling, or whose encoding failed, is kept as a place only: the list
-  // recorded again then runs encoded afresh (and meets the error, if it is one, itself).
-  let preparing = false;
-  let prepared = [];  // [{ headers: Uint32Array, buffers: [GPUCommandBuffer] } or null]
-  const profiling = () => profile.mode !== 0 && profile.supported;
-  const headersOf = (words, starts) => {
-    const h = new Uint32Array(starts.length * L.headerWords);
-    starts.forEach((p, i) => h.set(words.subarray(p, p + L.headerWords), i * L.headerWords));
-    return h;
-  };
-  const sameHeaders = (a, b) => a.length === b.length && a.every((v, i) => v === b[i]);
-  const keepList = (words) => {
-    const starts = startsOf(words);
-    if (profiling() || starts.length > UNIFORM_SLOTS) {
-      prepared.push(null);
-      return;
-    }
-    try {
-      const buffers = [];
-      run(words, null, buffers);
-      prepared.push({ headers: headersOf(words, starts), buffers });
-    } catch {
-      prepared.push(null);
-    }
-  };
-  // Returns 1 when the kept list ran, 0 when this one ran as submit runs it (dropping the rest).
-  const runPrepared = (words) => {
-    const k = prepared.shift();
-    const starts = startsOf(words);
-    if (!k || profiling() || !sameHeaders(k.headers, headersOf(words, starts))) {
-      prepared = [];
-      run(words, null);
-      return 0;
-    }
-    writeParams(words, starts, 0, starts.length);
-    device.queue.submit(k.buffers);
-    return 1;
-  };
-
   // A copy of the command list the module hands over at ptr (count words).
   const listAt = (ptr, count) => new Uint32Array(memory().buffer, ptr, count).slice();
   // Starts a read (read_start): runs the list with a copy of the bytes in its last submit.
@@ -309,8 +260,6 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
     let staging = null;
     try {
       staging = takeStaging(size);
-      preparing = false;
-      prepared = [];
       run(listAt(ptr, count), { id, offset, size, staging });
     } catch (e) {
       error ??= e;
@@ -379,7 +328,6 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
         if (kind === 0) {
           arena = buffers.length - 1;
           groups.clear();  // every cached group binds the arena
-          prepared = [];   // and so does every prepared list
         }
         return buffers.length - 1;
       } catch (e) {
@@ -388,7 +336,6 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
       }
     },
     destroy_buffer: guarded((id) => {
-      prepared = [];  // prepared lists may bind it
       buffers[id]?.destroy();
       buffers[id] = null;
       for (const [key, e] of [...groups]) {
@@ -412,21 +359,9 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
     }, 0),
     submit: guarded((ptr, count) => {
       handingOver(() => {
-        const words = listAt(ptr, count);
-        if (preparing) return keepList(words);
-        prepared = [];
-        run(words, null);
+        run(listAt(ptr, count), null);
       });
     }),
-    // 1: the lists handed over from now are prepared, not run (what was kept is dropped); 0: they
-    // run again, what was prepared waiting for submit_prepared; 2: drops what was prepared.
-    prepare: guarded((mode) => {
-      preparing = mode === 1;
-      if (mode !== 0) prepared = [];
-    }),
-    // Runs the first list prepared with this list's parameters (the same dispatches), or this
-    // list as submit does; 1 in the first case.
-    submit_prepared: guarded((ptr, count) => handingOver(() => runPrepared(listAt(ptr, count))), 0),
     // Profiling: PROFILE_KERNELS or PROFILE_PASSES starts that mode (clearing what was summed),
     // 0 stops.
     profile(mode) {
@@ -495,7 +430,6 @@ export function createGpuImports(device, memory, pending, { submitDispatches = S
     // Destroys what the bridge itself made (the module's buffers are the module's to destroy).
     dispose() {
       disposed = true;
-      prepared = [];
       for (const kept of stagingPool.values()) kept.forEach((b) => b.destroy());
       stagingPool.clear();
       uniforms.destroy();

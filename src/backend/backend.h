@@ -141,25 +141,6 @@ class Backend {
                                                                  size_t bytes);
   virtual bool DownloadsOverlap() const { return false; }
 
-  // --- preparing ahead ---
-  // A backend whose hand-over of recorded work costs the host time (WebGPU: encoding each
-  // dispatch) can prepare the next work before it may run: the ops recorded between BeginPrepare
-  // and EndPrepare are readied but neither run nor change anything. The ops recorded after, which
-  // run as ever, run from that preparation, and start sooner, where they are the same ops on the
-  // same buffers as those prepared, whatever their parameters (positions, offsets in a buffer,
-  // lengths that leave the work's shape as it was); elsewhere the preparation is dropped. Only
-  // where CanPrepare(); between BeginPrepare and EndPrepare, Allocate, Upload and downloads fail.
-  // EndPrepare(false), or an op that failed meanwhile, drops the preparation (and that error);
-  // EndPrepare returns whether it is kept.
-  virtual bool CanPrepare() const { return false; }
-  virtual Status BeginPrepare() { return Unimplemented(Name() + ": preparing work ahead"); }
-  virtual bool EndPrepare(bool keep) { (void)keep; return false; }
-  // Lists of work prepared, and run from their preparation, so far (benchmarks and tests).
-  struct PreparedCounts {
-    uint64_t prepared = 0, used = 0;
-  };
-  virtual PreparedCounts prepared_counts() const { return {}; }
-
   // --- positions held on the device ---
   // While a shift is set, every op that takes positions (RoPE's positions, attention's start and
   // its cached positions, the cache's appends) adds to them the integer held as a float at `word`

@@ -411,9 +411,9 @@ Status BenchDecodeWithAssistant(Engine& engine, const EngineRequest& plain, doub
                 st.acceptance_rate());
     for (size_t d = 0; d < st.rounds_per_k.size(); ++d) std::printf(" K=%zu: %d", d, st.rounds_per_k[d]);
     std::printf("\n");
-    if ((st.prepared_rounds == 0 && st.rounds_ahead == 0) || policy != DraftPolicyKind::kFixed) continue;
+    if (st.rounds_ahead == 0 || policy != DraftPolicyKind::kFixed) continue;
     // Side by side, alternated three times each: each round recorded before the read of the one
-    // before, prepared while the one before runs, and recorded only after the read before it.
+    // before, and recorded only after the read before it.
     struct Way {
       const char* name;
       int decode_ahead, round_ahead;
@@ -421,7 +421,6 @@ Status BenchDecodeWithAssistant(Engine& engine, const EngineRequest& plain, doub
       GenerationStats first;
     };
     std::vector<Way> ways = {{"recorded before the read of the one before", -1, 1, {}, {}},
-                             {"prepared while the one before runs", -1, 0, {}, {}},
                              {"recorded after the read before it", 0, 0, {}, {}}};
     for (int i = 0; i < 3; ++i) {
       for (Way& w : ways) {
@@ -443,9 +442,8 @@ Status BenchDecodeWithAssistant(Engine& engine, const EngineRequest& plain, doub
     for (const Way& w : ways) {
       std::string list;
       for (double x : w.tps) list += (list.empty() ? "" : ", ") + std::to_string(static_cast<int>(std::lround(x)));
-      std::printf("    rounds %s: %s; %.1f = %.2fx the last (rounds ahead %d, prepared %d, run so %d)\n", w.name,
-                  list.c_str(), median(w.tps), base > 0 ? median(w.tps) / base : 0.0, w.first.rounds_ahead,
-                  w.first.prepared_rounds, w.first.prepared_rounds_run);
+      std::printf("    rounds %s: %s; %.1f = %.2fx the last (rounds ahead %d)\n", w.name, list.c_str(),
+                  median(w.tps), base > 0 ? median(w.tps) / base : 0.0, w.first.rounds_ahead);
     }
   }
   return Status::Ok();

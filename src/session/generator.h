@@ -26,15 +26,14 @@ struct GenerateOptions {
   std::function<void(int drafted, int accepted)> on_round;
   // Greedy decoding without recorded logits: how many steps to record beyond the one whose token
   // is read back next (each step embeds the previous one's id on the backend). 0: none, one step
-  // at a time; -1: kDecodeAhead where the backend's reads overlap its work, else none. Greedy
-  // speculative rounds are recorded one ahead (round_ahead) or prepared (Backend::BeginPrepare)
-  // unless it is 0.
+  // at a time; -1: kDecodeAhead where the backend's reads overlap its work, else none. 0 also
+  // records no speculative round ahead (round_ahead).
   int decode_ahead = -1;
   // Greedy speculative rounds without recorded logits: 1 records the next round before this
   // one's read, its positions and its seed's row taken from this round's verdict on the backend
   // (Backend::SetPositionShift, CopyRow), so that the device goes from round to round without
-  // waiting for the host; 0 prepares it instead. -1: 1 where steps are recorded ahead
-  // (decode_ahead). decode_ahead 0 records no round ahead either way.
+  // waiting for the host; 0 records each round once the read before it is in. -1: 1 where steps
+  // are recorded ahead (decode_ahead). decode_ahead 0 records no round ahead either way.
   int round_ahead = -1;
 };
 
@@ -72,10 +71,6 @@ struct GenerationStats {
   std::vector<int> accepted_per_round;     // (rounds) the drafts each emitted
   std::vector<int> drafted_per_round;      // (rounds) the drafts each made: 0 for a plain step
   std::vector<int> rounds_per_k;           // (K + 1) rounds by the drafts they made
-  // Greedy rounds prepared while the round before them ran (a backend that prepares work ahead),
-  // and of those, the rounds that then ran wholly from their preparation.
-  int prepared_rounds = 0;
-  int prepared_rounds_run = 0;
   // Greedy rounds recorded before the read of the round before them (GenerateOptions::round_ahead),
   // counted as they are read (a round after a stop token is not).
   int rounds_ahead = 0;

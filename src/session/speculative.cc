@@ -196,31 +196,8 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     return be.StartDownload(*round_buf, 0, round_host.size() * sizeof(float));
   };
 
-  // With round_ahead 0, while a greedy round runs on a backend that prepares work ahead, the
-  // next round is prepared as if every draft were accepted: the same ops as the round recorded
-  // once the verdict is in (the seed and its state copied, drafts, verification, acceptance), at
-  // the positions that follow. Once the verdict is in, that round runs from the preparation (its positions and the
-  // state's row m differ only in parameters), so the host's hand-over of it is mostly done while
-  // the GPU still runs this one. Nothing prepared runs unless recorded again; a preparation that
-  // fails is dropped, and the round is recorded as ever. (The adaptive policy's cost of a round
-  // includes the host's preparation of the next, which mostly overlaps the GPU's work.)
   // decode_ahead 0 records nothing ahead of a read; else round_ahead decides (-1: as steps are).
   const bool ahead_rounds = options.decode_ahead != 0 && (options.round_ahead >= 0 ? options.round_ahead > 0 : overlap);
-  const bool prepare = overlap && be.CanPrepare() && !ahead_rounds;
-  uint64_t prepared_lists = 0;  // the lists of the round prepared last, until it is recorded
-  auto prepare_next = [&](int nd, int remaining) {
-    const int next = std::min(policy.Next(), remaining - (nd + 1) - 1);
-    const int64_t length = cache->length();  // the position after this round's last draft
-    if (next < 1 || length + next + 1 > cache->max_positions() || !be.BeginPrepare().ok()) return;
-    const uint64_t lists0 = be.prepared_counts().prepared;
-    be.Copy(slots.tokens, slots.verdict.At(1), 1);
-    be.Copy(state, target.hidden_rows().At(static_cast<size_t>(nd) * H), H);
-    // An error here drops the preparation; it is the real round's to report, when recorded.
-    const Status s = RecordGreedyRound(target, assistant, *cache, state, F32{state_b.get(), 0}, slots, next);
-    const bool kept = be.EndPrepare(s.ok());
-    (void)cache->Rollback(length);
-    if (kept) prepared_lists = be.prepared_counts().prepared - lists0;
-  };
 
   // A greedy round recorded before the read of the round before it (ahead_rounds): its
   // positions are shifted on the backend by that round's accepted count (the verdict's first
@@ -258,7 +235,6 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
     const int64_t p = recorded ? recorded->position : cache->length();
     const int remaining = options.max_new_tokens - static_cast<int>(result.tokens.size());
     const int want = recorded ? recorded->nd : policy.Next();
-    const uint64_t prepared_for_this = std::exchange(prepared_lists, 0);
     if (want == 0 && ids_only) {
       G4_RETURN_IF_ERROR(plain_steps(std::min(policy.PlainSteps(), remaining)));
       continue;
@@ -276,18 +252,9 @@ Result<GenerationResult> GenerateSpeculative(Model& target, Assistant& assistant
         read = std::move(recorded->read);
         st.rounds_ahead++;
       } else {
-        const uint64_t used0 = be.prepared_counts().used;
         G4_ASSIGN_OR_RETURN(read, record_and_read(nd));
-        if (prepared_for_this > 0) {
-          st.prepared_rounds++;
-          if (be.prepared_counts().used - used0 == prepared_for_this) st.prepared_rounds_run++;
-        }
       }
-      if (ahead_rounds) {
-        G4_RETURN_IF_ERROR(record_ahead(p, nd, remaining));
-      } else if (prepare) {
-        prepare_next(nd, remaining);
-      }
+      if (ahead_rounds) G4_RETURN_IF_ERROR(record_ahead(p, nd, remaining));
       G4_RETURN_IF_ERROR(read->Finish(round_host.data()));
       for (int j = 0; j < nd; ++j) round.drafts.push_back(static_cast<int>(round_host[j + 1]));
       m = static_cast<int>(round_host[2 * k + 2]);

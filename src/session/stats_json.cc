@@ -18,8 +18,6 @@ nlohmann::json StatsJson(const GenerationStats& st) {
           {"rounds_per_k", st.rounds_per_k},
           {"accepted_per_position", st.accepted_per_position},
           {"tokens_per_round", st.tokens_per_round()},
-          {"prepared_rounds", st.prepared_rounds},
-          {"prepared_rounds_run", st.prepared_rounds_run},
           {"rounds_ahead", st.rounds_ahead}};
 }
 

@@ -25,7 +25,6 @@ test('the Node side measures prefill, plain decode and K=2 rounds, once per deco
   // Rounds are recorded before the read of the one before only with decodeAhead above 0.
   assert.equal(rows[0].rounds_ahead, 0);
   assert.ok(rows[1].rounds_ahead >= 1 && rows[1].rounds_ahead <= rows[1].rounds - 1, `${rows[1].rounds_ahead}`);
-  for (const row of rows) assert.equal(row.prepared_rounds, 0);
 });
 
 function checkRow(row) {

@@ -3,9 +3,8 @@
 // so that a bridge that assumed the module's would fail); a list longer than one submit runs
 // every dispatch, in order, each with its own parameters, and a read handed over with the list
 // (its copy in the last submit) or after it sees all of their work; reads reuse their staging
-// buffers, and the bridge destroys them when disposed; lists prepared ahead run only when a list
-// of the same dispatches asks for them, with that list's parameters; a profile sums each kernel's
-// time per dispatch size, or times each submit's pass whole.
+// buffers, and the bridge destroys them when disposed; a profile sums each kernel's time per
+// dispatch size, or times each submit's pass whole.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { create, globals } from 'webgpu';
@@ -102,93 +101,6 @@ test('command lists submitted apart, then a read with no commands of its own', a
     bridge.submit(8192, list(first));
     bridge.submit(8192, list(second));
     assert.deepEqual(await read(0), expected([...first, ...second]));
-  });
-});
-
-// Counts the command encoders the bridge makes from now on.
-function countEncoders(device) {
-  const counter = { made: 0 };
-  const make = device.createCommandEncoder.bind(device);
-  device.createCommandEncoder = (desc) => {
-    counter.made++;
-    return make(desc);
-  };
-  return counter;
-}
-
-test('prepared lists run nothing until submit_prepared runs them with its parameters', async () => {
-  await withBridge(async ({ bridge, list, read, device }) => {
-    const encoders = countEncoders(device);
-    const a = params(200, 4), b = params(57, 5);  // 128 + 72 dispatches, then 57
-    bridge.prepare(1);
-    bridge.submit(8192, list(a));
-    bridge.submit(8192, list(b));
-    bridge.prepare(0);
-    assert.equal(encoders.made, 3, 'a submit each 128 dispatches, encoded ahead');
-    const a2 = params(200, 6), b2 = params(57, 7);
-    assert.equal(bridge.submit_prepared(8192, list(a2)), 1);
-    assert.equal(bridge.submit_prepared(8192, list(b2)), 1);
-    assert.equal(encoders.made, 3, 'the prepared lists run as they were encoded');
-    // Nothing of a or b ran: only their dispatches, with a2's and b2's parameters.
-    assert.deepEqual(await read(0), expected([...a2, ...b2]));
-    // With nothing kept, submit_prepared runs its list as submit does.
-    const c = params(9, 8);
-    assert.equal(bridge.submit_prepared(8192, list(c)), 0);
-    assert.deepEqual(await read(0), expected([...a2, ...b2, ...c]));
-  });
-});
-
-test('a list submitted or read otherwise, or of other dispatches, drops what is prepared', async () => {
-  await withBridge(async ({ bridge, list, read, device, mem }) => {
-    const encoders = countEncoders(device);
-    const done = [];
-    const prepareOne = (n, seed) => {
-      bridge.prepare(1);
-      bridge.submit(8192, list(params(n, seed)));
-      bridge.prepare(0);
-    };
-    const step = (fn, p) => {
-      fn(p);
-      done.push(...p);
-    };
-    prepareOne(10, 1);
-    step((p) => bridge.submit(8192, list(p)), params(4, 2));  // drops the prepared list
-    let made = encoders.made;
-    step((p) => bridge.submit_prepared(8192, list(p)), params(10, 3));
-    assert.equal(encoders.made, made + 1, 'encoded afresh');
-    prepareOne(10, 4);
-    assert.deepEqual(await read(0), expected(done));  // a read drops it too
-    made = encoders.made;
-    step((p) => bridge.submit_prepared(8192, list(p)), params(10, 5));
-    assert.equal(encoders.made, made + 1);
-    prepareOne(10, 6);
-    step((p) => bridge.submit_prepared(8192, list(p)), params(11, 7));  // another length
-    assert.equal(encoders.made, made + 3);
-    prepareOne(10, 8);
-    bridge.prepare(2);  // dropped
-    made = encoders.made;
-    step((p) => bridge.submit_prepared(8192, list(p)), params(10, 9));
-    assert.equal(encoders.made, made + 1);
-    // Destroying a buffer drops what is prepared (it may bind it).
-    const weight = bridge.create_buffer(64, 1);
-    prepareOne(10, 10);
-    bridge.destroy_buffer(weight);
-    made = encoders.made;
-    step((p) => assert.equal(bridge.submit_prepared(8192, list(p)), 0), params(10, 11));
-    assert.equal(encoders.made, made + 1);
-    // The same count of dispatches, one of them binding a weight buffer (which the kernel does
-    // not read): the host sees the headers differ and runs the list afresh.
-    const other = bridge.create_buffer(64, 1);
-    prepareOne(10, 12);
-    const p = params(10, 13);
-    const count = list(p);
-    new Uint32Array(mem.buffer, 8192, count)[3 * RECORD + LAYOUT.weights] = other;
-    made = encoders.made;
-    assert.equal(bridge.submit_prepared(8192, count), 0);
-    assert.equal(encoders.made, made + 1);
-    done.push(...p);
-    assert.deepEqual(await read(0), expected(done));
-    bridge.destroy_buffer(other);
   });
 });
 

@@ -21,15 +21,6 @@ G4_GPU_IMPORT(register_kernel)
 uint32_t g4_gpu_register_kernel(uint32_t id, const char* wgsl, uint32_t length, const char* name, uint32_t name_length);
 // Runs a recorded command list (wire.h), in a few submits (web/gpu_bridge.mjs).
 G4_GPU_IMPORT(submit) void g4_gpu_submit(const uint32_t* words, uint32_t count);
-// Preparing ahead. 1: the lists handed over by submit from now are encoded and kept in order, not
-// run (what was kept before is dropped); 0: lists run again, the kept ones waiting for
-// submit_prepared; 2: drops what is kept. submit (outside a preparation) and read_start drop what
-// is kept too.
-G4_GPU_IMPORT(prepare) void g4_gpu_prepare(uint32_t mode);
-// Runs the first kept list with the parameters of this one, where both hold the same dispatches
-// (kernels, weights, workgroups: the module checks, and so does the host); else this list as
-// submit does, dropping what is kept. Returns 1 when the kept list ran, 0 otherwise.
-G4_GPU_IMPORT(submit_prepared) uint32_t g4_gpu_submit_prepared(const uint32_t* words, uint32_t count);
 // Runs a recorded command list (maybe empty) as submit does, and starts reading bytes back: a copy
 // in its last submit, after every dispatch. Returns a ticket (> 0) for read_finish or read_cancel.
 G4_GPU_IMPORT(read_start)

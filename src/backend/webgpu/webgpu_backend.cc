@@ -108,7 +108,6 @@ std::string WebGpuBackend::Describe() const {
 // --- memory
 
 Result<std::unique_ptr<Buffer>> WebGpuBackend::Allocate(size_t bytes) {
-  if (cmds_.preparing()) return FailedPrecondition("webgpu: allocating while work is prepared ahead");
   const std::optional<uint64_t> off = arena_.Take(bytes);
   if (!off) {
     return ResourceExhausted("webgpu: the activation arena (" + std::to_string(arena_.bytes() >> 20) +
@@ -135,7 +134,6 @@ Result<std::unique_ptr<Buffer>> WebGpuBackend::LoadQuantizedWeights(DType type, 
 }
 
 Status WebGpuBackend::Upload(Buffer& dst, size_t offset, const void* src, size_t bytes) {
-  if (cmds_.preparing()) return FailedPrecondition("webgpu: uploading while work is prepared ahead");
   cmds_.Submit();
   if (offset > dst.bytes() || bytes > dst.bytes() - offset) return OutOfRange("webgpu: upload past the buffer");
   std::vector<uint8_t> tmp((bytes + 3) / 4 * 4, 0);  // writeBuffer takes multiples of 4 bytes
@@ -152,37 +150,15 @@ Status WebGpuBackend::Download(const Buffer& src, size_t offset, void* dst, size
 
 Result<std::unique_ptr<PendingDownload>> WebGpuBackend::StartDownload(const Buffer& src, size_t offset, size_t bytes) {
   if (offset > src.bytes() || bytes > src.bytes() - offset) return OutOfRange("webgpu: download past the buffer");
-  if (cmds_.preparing()) return FailedPrecondition("webgpu: reading back while work is prepared ahead");
   if (!error_.ok()) return error_;
   // The recorded commands go with the read: its copy rides in their last submit.
   const uint32_t size = static_cast<uint32_t>((bytes + 3) / 4 * 4);
-  const auto words = cmds_.WordsForRead();
+  const auto words = cmds_.words();
   const uint32_t ticket = g4_gpu_read_start(words.data(), static_cast<uint32_t>(words.size()), arena_.id(),
                                             static_cast<double>(Offset(src) + offset), size);
   cmds_.Handed();
   if (!ticket) return Internal("webgpu: reading back failed to start (device lost)");
   return std::unique_ptr<PendingDownload>(new GpuDownload(ticket, bytes));
-}
-
-// --- preparing ahead
-
-Status WebGpuBackend::BeginPrepare() {
-  if (cmds_.preparing()) return FailedPrecondition("webgpu: work is already being prepared ahead");
-  if (!error_.ok()) return error_;
-  cmds_.BeginPrepare();
-  return Status::Ok();
-}
-
-// An op that failed while preparing (error_ was clear at BeginPrepare) fails only the preparation.
-bool WebGpuBackend::EndPrepare(bool keep) {
-  if (!cmds_.preparing()) return false;
-  if (keep && error_.ok()) {
-    cmds_.EndPrepare();
-    return true;
-  }
-  error_ = Status::Ok();
-  cmds_.DropPrepared();
-  return false;
 }
 
 // --- measurement

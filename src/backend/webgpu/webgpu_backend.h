@@ -40,10 +40,6 @@ class WebGpuBackend final : public Backend {
   Status Download(const Buffer& src, size_t offset, void* dst, size_t bytes) override;
   Result<std::unique_ptr<PendingDownload>> StartDownload(const Buffer& src, size_t offset, size_t bytes) override;
   bool DownloadsOverlap() const override { return true; }
-  bool CanPrepare() const override { return true; }
-  Status BeginPrepare() override;
-  bool EndPrepare(bool keep) override;
-  PreparedCounts prepared_counts() const override { return {cmds_.lists_prepared(), cmds_.lists_run_prepared()}; }
 
   // --- measurement (webgpu_backend.cc)
   uint64_t dispatches() const override { return cmds_.dispatches(); }
@@ -187,12 +183,9 @@ class WebGpuBackend final : public Backend {
   Arena arena_;
   CommandList cmds_;
   // What a weight buffer calls before it is destroyed: the recorded list handed over (a weight's
-  // buffers may be freed between recording and the read that would hand it over). While work is
-  // prepared ahead, that work may bind the buffer: the preparation fails (EndPrepare drops it).
-  std::shared_ptr<const std::function<void()>> hand_over_ = std::make_shared<const std::function<void()>>([this] {
-    if (cmds_.preparing()) return Fail(FailedPrecondition("webgpu: a weight destroyed while work is prepared ahead"));
-    cmds_.Submit();
-  });
+  // buffers may be freed between recording and the read that would hand it over).
+  std::shared_ptr<const std::function<void()>> hand_over_ =
+      std::make_shared<const std::function<void()>>([this] { cmds_.Submit(); });
   std::optional<ShaderLibrary> lib_;
   Tuning tuning_;
   Status error_;  // an op that could not be recorded; reported by the next read
