@@ -196,6 +196,21 @@ const PACKS = (ROWS * PER_ROW + 3u) / 4u;
 const SUMS = select(PACKS, 2u * ROWS, PRE);
 // Where value j of a row sits in its vec4 of sums: its streams' products first, then its squares.
 fn sum_slot(j: u32) -> u32 { return select(j, 2u, j >= STREAMS); }
+// Row r's PER_ROW values of s (a row's vec4 of sums) into the packed sums, and back.
+fn pack_row(sums: ptr<function, array<vec4<f32>, SUMS>>, r: u32, s: vec4<f32>) {
+  for (var j = 0u; j < PER_ROW; j++) {
+    let i = r * PER_ROW + j;
+    (*sums)[i / 4u][i % 4u] = s[sum_slot(j)];
+  }
+}
+fn unpack_row(sums: array<vec4<f32>, SUMS>, r: u32) -> vec4<f32> {
+  var s = vec4<f32>(0.0);
+  for (var j = 0u; j < PER_ROW; j++) {
+    let i = r * PER_ROW + j;
+    s[sum_slot(j)] = sums[min(i / 4u, SUMS - 1u)][i % 4u];
+  }
+  return s;
+}
 
 // With TEAMS > 1: each of v's sums (valid in each team's lane 0) summed over a feature's teams,
 // valid in its first team's lane 0; every row's sums (and the join's) go in one exchange, one
@@ -309,10 +324,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       sums[r] = s;
       sums[ROWS + r] = pre_sums[r];
     } else {
-      for (var j = 0u; j < PER_ROW; j++) {
-        let i = r * PER_ROW + j;
-        sums[i / 4u][i % 4u] = s[sum_slot(j)];
-      }
+      pack_row(&sums, r, s);
     }
   }
   for (var k = 0u; k < SUMS; k++) { sums[k] = team_sums(lid.x, lane, sums[k]); }
@@ -324,10 +336,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid:
       s = sums[min(r, SUMS - 1u)];
       p = sums[min(ROWS + r, SUMS - 1u)];
     } else {
-      for (var j = 0u; j < PER_ROW; j++) {
-        let i = r * PER_ROW + j;
-        s[sum_slot(j)] = sums[min(i / 4u, SUMS - 1u)][i % 4u];
-      }
+      s = unpack_row(sums, r);
     }
     if (lane == 0u && slice == 0u && o < outs && r < rows) { write_row(r, o, s, p, second); }
   }
@@ -357,20 +366,10 @@ fn gate_up_block(k: u32, local: u32, team: u32, lane: u32) {
     for (; q < octs; q += S) { oct_dots_q8(&acc, stream_oct(bind, base, q, ins), base, q, rows, octs); }
   }
   // The rows' products packed as the first block's are (PER_ROW is STREAMS here: no squares).
-  var sums: array<vec4<f32>, PACKS>;
-  for (var r = 0u; r < ROWS; r++) {
-    for (var j = 0u; j < PER_ROW; j++) {
-      let i = r * PER_ROW + j;
-      sums[i / 4u][i % 4u] = acc[min(j, STREAMS - 1u)][r];
-    }
-  }
+  var sums: array<vec4<f32>, SUMS>;
+  for (var r = 0u; r < ROWS; r++) { pack_row(&sums, r, vec4<f32>(acc[0][r], acc[STREAMS - 1u][r], 0.0, 0.0)); }
   for (var k = 0u; k < PACKS; k++) { sums[k] = team_sums(local, lane, sums[k]); }
   for (var r = 0u; r < ROWS; r++) {
-    var s = vec4<f32>(0.0);
-    for (var j = 0u; j < PER_ROW; j++) {
-      let i = r * PER_ROW + j;
-      s[sum_slot(j)] = sums[i / 4u][i % 4u];
-    }
-    if (lane == 0u && o < outs && r < rows) { write_row(r, o, s, vec4<f32>(0.0), false); }
+    if (lane == 0u && o < outs && r < rows) { write_row(r, o, unpack_row(sums, r), vec4<f32>(0.0), false); }
   }
 }
