@@ -81,7 +81,7 @@ struct EngineRequest {
   int top_logits = 0;
   std::vector<int> stop_ids;  // empty: the model's eos ids
   int decode_ahead = -1;      // GenerateOptions::decode_ahead; -1: the engine's (EngineOptions)
-  int round_ahead = -1;       // GenerateOptions::round_ahead (benchmarks compare the two ways)
+  int round_ahead = -1;       // GenerateOptions::round_ahead (bench compares 1 and 0)
 };
 
 struct EngineCallbacks {

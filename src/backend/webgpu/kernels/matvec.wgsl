@@ -365,7 +365,8 @@ fn gate_up_block(k: u32, local: u32, team: u32, lane: u32) {
     }
     for (; q < octs; q += S) { oct_dots_q8(&acc, stream_oct(bind, base, q, ins), base, q, rows, octs); }
   }
-  // The rows' products packed as the first block's are (PER_ROW is STREAMS here: no squares).
+  // The rows' products packed as the first block's are: the gate's and the up projection's (blocks
+  // run only for GATE_UP with Q8: two streams, no squares, no join on the way, so SUMS is PACKS).
   var sums: array<vec4<f32>, SUMS>;
   for (var r = 0u; r < ROWS; r++) { pack_row(&sums, r, vec4<f32>(acc[0][r], acc[STREAMS - 1u][r], 0.0, 0.0)); }
   for (var k = 0u; k < PACKS; k++) { sums[k] = team_sums(local, lane, sums[k]); }
