@@ -9,17 +9,59 @@
 
 namespace g4::ops {
 
+namespace {
+
+// A word holding `shift` for SetPositionShift, or none (no shift set) when shift < 0.
+struct Shift {
+  float shift = -1.0f;
+  void Set(Side& s) const {
+    if (shift >= 0.0f) s.be->SetPositionShift(s.Floats({shift}), 2);
+  }
+  void Clear(Side& s) const {
+    if (shift >= 0.0f) s.be->ClearPositionShift();
+  }
+};
+
+// Attention of `rows` rows (1 where past-only) of 4 heads over 2 KV heads of dim d, at position 9
+// after `cached` positions in a ring of `cap`.
+std::vector<float> SmallAttention(Side& s, int d, int window, bool past_only, int cached, int cap, Shift shift) {
+  const int heads = 4, kvh = 2, rows = past_only ? 1 : 3, start = 9;
+  F32 q = s.Floats(Random(rows * heads * d)), kn = s.Floats(Random(rows * kvh * d)), vn = s.Floats(Random(rows * kvh * d));
+  F32 kc = s.Floats(Random(cap * kvh * d)), vc = s.Floats(Random(cap * kvh * d));
+  F32 out = s.Floats(std::vector<float>(rows * heads * d));
+  shift.Set(s);
+  AttentionShape sh{rows, heads, kvh, d, window, start, cached, cap, past_only};
+  s.be->Attention(out, q, kn, vn, kc, vc, sh);
+  shift.Clear(s);
+  return s.Read(out, rows * heads * d);
+}
+
+// The queries' norm and RoPE folded into attention: `rows` rows of 8 heads over 2 KV heads of
+// dim d after `cached` positions in a ring of `cap`; with `partial`, RoPE turns only the first
+// half of each head's pairs (the others' frequencies 0).
+std::vector<float> NormRopeAttention(Side& s, int rows, int d, int cached, int cap, bool partial, Shift shift) {
+  const int heads = 8, kvh = 2, start = cached;
+  F32 q = s.Floats(Random(rows * heads * d)), kn = s.Floats(Random(rows * kvh * d)), vn = s.Floats(Random(rows * kvh * d));
+  F32 kc = s.Floats(Random(cap * kvh * d)), vc = s.Floats(Random(cap * kvh * d));
+  F32 out = s.Floats(std::vector<float>(rows * heads * d));
+  Weight norm = s.MakeWeight(Random(d), 1, 1, d, DType::kBF16);
+  std::vector<float> inv(d / 2);
+  for (int i = 0; i < d / 2; ++i) inv[i] = !partial || i < d / 4 ? std::pow(10000.0f, -2.0f * i / d) : 0.0f;
+  std::vector<int64_t> pos(rows);
+  for (int r = 0; r < rows; ++r) pos[r] = start + r;
+  shift.Set(s);
+  AttentionShape sh{rows, heads, kvh, d, 0, start, cached, cap, false};
+  s.be->NormRopeAttention(out, q, norm, 1e-6f, inv, pos, kn, vn, kc, vc, sh);
+  shift.Clear(s);
+  return s.Read(out, rows * heads * d);
+}
+
+}  // namespace
+
 void RunAttention(Backend& gpu, Backend& cpu) {
   for (auto [window, past_only] : {std::pair{0, false}, {3, false}, {4, true}, {0, true}}) {
-    Case("attention_w" + std::to_string(window) + (past_only ? "_past" : ""), gpu, cpu, 1e-10, [&](Side& s) {
-      const int heads = 4, kvh = 2, d = 10, rows = past_only ? 1 : 3, cap = 6, start = 9;
-      F32 q = s.Floats(Random(rows * heads * d)), kn = s.Floats(Random(rows * kvh * d)), vn = s.Floats(Random(rows * kvh * d));
-      F32 kc = s.Floats(Random(cap * kvh * d)), vc = s.Floats(Random(cap * kvh * d));
-      F32 out = s.Floats(std::vector<float>(rows * heads * d));
-      AttentionShape sh{rows, heads, kvh, d, window, start, cap, cap, past_only};
-      s.be->Attention(out, q, kn, vn, kc, vc, sh);
-      return s.Read(out, rows * heads * d);
-    });
+    Case("attention_w" + std::to_string(window) + (past_only ? "_past" : ""), gpu, cpu, 1e-10,
+         [&](Side& s) { return SmallAttention(s, 10, window, past_only, 6, 6, {}); });
   }
   // Long contexts (several key tiles) and wide heads sharing one KV head, as in E2B.
   for (auto [rows, d, window] : {std::tuple{1, 256, 0}, {3, 512, 0}, {2, 256, 100}}) {
@@ -40,21 +82,8 @@ void RunAttention(Backend& gpu, Backend& cpu) {
   for (auto [rows, d, cached] : {std::tuple{1, 256, 300}, {1, 512, 40}, {1, 8, 5}, {3, 64, 20}, {3, 256, 300},
                                  {9, 64, 20}, {3, 256, 1000}, {1, 64, 2200}}) {
     Case("norm_rope_attention_r" + std::to_string(rows) + "_d" + std::to_string(d) + "_c" + std::to_string(cached),
-         gpu, cpu, 1e-10, [&](Side& s) {
-      const int heads = 8, kvh = 2, cap = std::max(320, cached), start = cached;
-      F32 q = s.Floats(Random(rows * heads * d)), kn = s.Floats(Random(rows * kvh * d)),
-          vn = s.Floats(Random(rows * kvh * d));
-      F32 kc = s.Floats(Random(cap * kvh * d)), vc = s.Floats(Random(cap * kvh * d));
-      F32 out = s.Floats(std::vector<float>(rows * heads * d));
-      Weight norm = s.MakeWeight(Random(d), 1, 1, d, DType::kBF16);
-      std::vector<float> inv(d / 2);
-      for (int i = 0; i < d / 2; ++i) inv[i] = i < d / 4 ? std::pow(10000.0f, -2.0f * i / d) : 0.0f;
-      std::vector<int64_t> pos(rows);
-      for (int r = 0; r < rows; ++r) pos[r] = start + r;
-      AttentionShape sh{rows, heads, kvh, d, 0, start, cached, cap, false};
-      s.be->NormRopeAttention(out, q, norm, 1e-6f, inv, pos, kn, vn, kc, vc, sh);
-      return s.Read(out, rows * heads * d);
-    });
+         gpu, cpu, 1e-10,
+         [&](Side& s) { return NormRopeAttention(s, rows, d, cached, std::max(320, cached), true, {}); });
   }
   // Many rows (prefill's tiled kernel): blocks of 16 query vectors over shared kv heads, ragged
   // last blocks, a cache ring before the new rows, windows and past-only queries (the first row
@@ -100,38 +129,11 @@ void RunPositionShift(Backend& gpu, Backend& cpu) {
     });
     for (auto [rows, d, cached, cap] : {std::tuple{3, 64, 298, 320}, {1, 256, 40, 41}, {3, 256, 300, 302}, {9, 64, 70, 71}}) {
       Case("norm_rope_attention_r" + std::to_string(rows) + "_d" + std::to_string(d) + "_cap" + std::to_string(cap) + at,
-           gpu, cpu, 1e-10, [&](Side& s) {
-        const int heads = 8, kvh = 2, start = cached;
-        F32 q = s.Floats(Random(rows * heads * d)), kn = s.Floats(Random(rows * kvh * d)),
-            vn = s.Floats(Random(rows * kvh * d)), word = s.Floats({shift});
-        F32 kc = s.Floats(Random(cap * kvh * d)), vc = s.Floats(Random(cap * kvh * d));
-        F32 out = s.Floats(std::vector<float>(rows * heads * d));
-        Weight norm = s.MakeWeight(Random(d), 1, 1, d, DType::kBF16);
-        std::vector<float> inv(d / 2);
-        for (int i = 0; i < d / 2; ++i) inv[i] = std::pow(10000.0f, -2.0f * i / d);
-        std::vector<int64_t> pos(rows);
-        for (int r = 0; r < rows; ++r) pos[r] = start + r;
-        s.be->SetPositionShift(word, 2);
-        AttentionShape sh{rows, heads, kvh, d, 0, start, cached, cap, false};
-        s.be->NormRopeAttention(out, q, norm, 1e-6f, inv, pos, kn, vn, kc, vc, sh);
-        s.be->ClearPositionShift();
-        return s.Read(out, rows * heads * d);
-      });
+           gpu, cpu, 1e-10, [&](Side& s) { return NormRopeAttention(s, rows, d, cached, cap, false, {shift}); });
     }
     for (auto [d, window, past_only] : {std::tuple{10, 0, false}, {10, 3, true}, {64, 5, true}}) {
       Case("attention_d" + std::to_string(d) + "_w" + std::to_string(window) + (past_only ? "_past" : "") + at, gpu,
-           cpu, 1e-10, [&](Side& s) {
-        const int heads = 4, kvh = 2, rows = past_only ? 1 : 3, cap = 8, start = 9;
-        F32 q = s.Floats(Random(rows * heads * d)), kn = s.Floats(Random(rows * kvh * d)),
-            vn = s.Floats(Random(rows * kvh * d)), word = s.Floats({shift});
-        F32 kc = s.Floats(Random(cap * kvh * d)), vc = s.Floats(Random(cap * kvh * d));
-        F32 out = s.Floats(std::vector<float>(rows * heads * d));
-        s.be->SetPositionShift(word, 2);
-        AttentionShape sh{rows, heads, kvh, d, window, start, 6, cap, past_only};
-        s.be->Attention(out, q, kn, vn, kc, vc, sh);
-        s.be->ClearPositionShift();
-        return s.Read(out, rows * heads * d);
-      });
+           cpu, 1e-10, [&](Side& s) { return SmallAttention(s, d, window, past_only, 6, 8, {shift}); });
     }
     Case("cache_appends" + at, gpu, cpu, 0.0, [&](Side& s) {
       const int rows = 3;
