@@ -7,7 +7,7 @@
 //   node scripts/bench-browser.mjs --model DIR --assistant DIR [--tokenizer FILE]
 //        [--prompt-tokens N] [--decode-tokens N] [--reps N] [--only node|browser]
 //        [--chromium PATH] [--gpu] [--chromium-flag FLAG]... [--wasm FILE]... [--gpu-validation on|off]
-//        [--submit-dispatches N[,N...]] [--decode-ahead N[,N...]] [--timeout S] [--json]
+//        [--submit-dispatches N[,N...]] [--decode-ahead N[,N...]] [--profile] [--timeout S] [--json]
 // The prompts are text: --tokenizer where the model's folder has no tokenizer.json (a synthetic
 // model: a tokenizer with at least its vocabulary's ids). Defaults: the demo pair, 512 prompt
 // tokens, 128 decoded, two of each request (the best kept), Debian's Chromium (/usr/bin/chromium)
@@ -24,7 +24,10 @@
 // --submit-dispatches runs each side once per value of the runtime's submitDispatches
 // (docs/API.md): 4096 puts all of a step's dispatches in one compute pass. --decode-ahead runs
 // each side once per value of the load option decodeAhead (0: nothing recorded ahead of a read,
-// no speculative round recorded ahead), for each --submit-dispatches value.
+// no speculative round recorded ahead), for each --submit-dispatches value. --profile also times
+// the prefill's GPU kernels in each place, once, through the plain profile build (a compute pass
+// a kernel; the target alone): where the two places' kernel times agree and their prefills do not,
+// the difference is the host's and the GPU process's, not the kernels'.
 import { createReadStream, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
@@ -32,7 +35,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BUILDS, ROOT, verifyManifest } from './manifest.mjs';
 import { serve } from './serve.mjs';
-import { benchRuntime, bridgeCost, dispatchCost } from './bench-runtime.mjs';
+import { benchRuntime, bridgeCost, dispatchCost, prefillProfile } from './bench-runtime.mjs';
 import { dawnInstance } from '../web/dawn_toggles.mjs';
 
 const OFFLINE_FLAGS = ['--enable-unsafe-webgpu', '--no-sandbox', '--disable-quic', '--no-first-run',
@@ -46,7 +49,7 @@ const fail = (message) => {
   console.error(`bench-browser: ${message}`);
   process.exit(1);
 };
-const OPTIONS = { gpu: { type: 'boolean' }, json: { type: 'boolean' }, 'chromium-flag': { type: 'string', multiple: true },
+const OPTIONS = { gpu: { type: 'boolean' }, json: { type: 'boolean' }, profile: { type: 'boolean' }, 'chromium-flag': { type: 'string', multiple: true },
                   wasm: { type: 'string', multiple: true } };
 for (const name of ['model', 'assistant', 'tokenizer', 'prompt-tokens', 'decode-tokens', 'reps', 'only', 'chromium',
                     'gpu-validation', 'submit-dispatches', 'decode-ahead', 'timeout']) OPTIONS[name] = { type: 'string' };
@@ -108,9 +111,12 @@ if (!tokenizer && !existsSync(join(model, 'tokenizer.json'))) {
        "model's vocabulary at least, such as Gemma's own for a model of a real shape)");
 }
 const mtp = BUILDS.find((b) => b.mtp && !b.profile);
+const profiled = parsed.values.profile ? BUILDS.find((b) => !b.mtp && b.profile) : null;
 const dist = join(ROOT, 'dist');
-const state = verifyManifest(dist).builds[mtp.name];
-if (state !== 'ok') fail(`the ${mtp.name} build in dist/ is ${state} (scripts/build-web.sh)`);
+for (const b of [mtp, ...(profiled ? [profiled] : [])]) {
+  const state = verifyManifest(dist).builds[b.name];
+  if (state !== 'ok') fail(`the ${b.name} build in dist/ is ${state} (scripts/build-web.sh)`);
+}
 
 // The model's folders and the tokenizer, served beside the repository under /bench/.
 function fileRoutes(prefix, dir) {
@@ -137,21 +143,30 @@ const configFields = ({ submitDispatches, decodeAhead }) =>
   ({ submit_dispatches: submitDispatches ?? null, decode_ahead: decodeAhead ?? null });
 const loadOptionsOf = ({ decodeAhead }) => (decodeAhead !== undefined ? { decodeAhead } : {});
 
-async function inNode(wasm, config) {
+// A build's factory, from its module's exports.
+const factoryOf = (mod) => Object.values(mod).find((f) => typeof f === 'function');
+
+async function inNode(wasm, config, first) {
   const { submitDispatches } = config;
   const webgpu = await import('webgpu');
   Object.assign(globalThis, webgpu.globals);
   const dispatch = { ...await dispatchCost(dawnInstance(webgpu, { validation: validation === 'on' }),
                                            submitDispatches ? { submitDispatches } : {}),
                      ...bridgeCost() };
-  const mod = await import(pathToFileURL(join(dist, `${mtp.file}.mjs`)).href);
-  const factory = Object.values(mod).find((f) => typeof f === 'function');
+  const factory = factoryOf(await import(pathToFileURL(join(dist, `${mtp.file}.mjs`)).href));
   const factoryOptions = { ...(wasm ? { wasm } : {}), ...(validation === 'off' ? { gpuValidation: false } : {}),
                            ...(submitDispatches ? { submitDispatches } : {}) };
   const runtime = await benchRuntime(factory, { target: model, assistant, tokenizer, ...measure, factoryOptions,
                                                 loadOptions: loadOptionsOf(config) });
+  // The profile build's own module (a --wasm build is of the mtp runtime), once for Node.
+  const kernels = profiled && first
+    ? await prefillProfile(factoryOf(await import(pathToFileURL(join(dist, `${profiled.file}.mjs`)).href)),
+                           { target: model, tokenizer, promptTokens: measure.promptTokens,
+                             factoryOptions: validation === 'off' ? { gpuValidation: false } : {} })
+      .catch((e) => ({ prefill_kernels_error: e.message }))
+    : {};
   return { where: `node (Dawn${validation === 'off' ? ', validation off' : ''}${configLabel(config)})` +
-                  `${wasm ? ` ${basename(wasm)}` : ''}`, ...configFields(config), ...dispatch, ...runtime };
+                  `${wasm ? ` ${basename(wasm)}` : ''}`, ...configFields(config), ...dispatch, ...runtime, ...kernels };
 }
 
 async function inBrowser() {
@@ -180,10 +195,10 @@ async function inBrowser() {
     page.on('console', (m) => { if (!m.text().includes('404')) console.error(`[page] ${m.text()}`); });
     page.on('pageerror', (e) => console.error(`[page error] ${e.message}`));
     await page.goto(`${base}/bench/`);
-    const results = await page.evaluate(async ({ base, build, tokenizer, measure, gpu, configs }) => {
-      const { benchRuntime, bridgeCost, dispatchCost } = await import(`${base}/scripts/bench-runtime.mjs`);
-      const mod = await import(`${base}/dist/${build}.mjs`);
-      const factory = Object.values(mod).find((f) => typeof f === 'function');
+    const results = await page.evaluate(async ({ base, build, profiled, tokenizer, measure, gpu, configs }) => {
+      const { benchRuntime, bridgeCost, dispatchCost, prefillProfile } = await import(`${base}/scripts/bench-runtime.mjs`);
+      const factoryOf = (mod) => Object.values(mod).find((f) => typeof f === 'function');
+      const factory = factoryOf(await import(`${base}/dist/${build}.mjs`));
       const dispatch = { ...await dispatchCost(navigator.gpu), ...bridgeCost() };
       if (gpu && dispatch.software) throw new Error(`Chromium gave a software adapter (${dispatch.adapter}), not a GPU`);
       const out = [];
@@ -194,8 +209,13 @@ async function inBrowser() {
                                                        loadOptions: decodeAhead >= 0 ? { decodeAhead } : {} });
         out.push({ config: { submitDispatches, decodeAhead }, isolated: self.crossOriginIsolated, ...dispatch, ...runtime });
       }
+      if (profiled) {
+        Object.assign(out[0], await prefillProfile(factoryOf(await import(`${base}/dist/${profiled}.mjs`)), {
+          target: `${base}/bench/target/`, tokenizer: tokenizer && `${base}/bench/tokenizer/${tokenizer}`,
+          promptTokens: measure.promptTokens }).catch((e) => ({ prefill_kernels_error: e.message })));
+      }
       return out;
-    }, { base, build: mtp.file, tokenizer: tokenizer && basename(tokenizer), measure, gpu,
+    }, { base, build: mtp.file, profiled: profiled?.file, tokenizer: tokenizer && basename(tokenizer), measure, gpu,
          configs: configs.map(({ submitDispatches, decodeAhead }) => ({ submitDispatches: submitDispatches ?? 0,
                                                                         decodeAhead: decodeAhead ?? -1 })) });
     const version = context.browser()?.version() ?? '';
@@ -213,7 +233,8 @@ async function inBrowser() {
   }
 }
 
-const runs = [...(wasms.length ? wasms : [undefined]).flatMap((w) => configs.map((c) => ['node', () => inNode(w, c)])),
+const runs = [...(wasms.length ? wasms : [undefined])
+  .flatMap((w, i) => configs.map((c, j) => ['node', () => inNode(w, c, i === 0 && j === 0)])),
               ['browser', inBrowser]];
 // A stalled GPU or page must not hang the run.
 setTimeout(() => fail(`the run took over ${timeoutS} s (--timeout)`), timeoutS * 1000).unref();
@@ -248,7 +269,11 @@ const rowText = (r) => {
     `decode ${r.decode_tokens_per_s.toFixed(1)} tok/s (step ${r.step_ms.toFixed(2)} ms)\n` +
     `  with the assistant (K=${r.draft_tokens}): ${r.mtp_tokens_per_s.toFixed(1)} tok/s, ${r.rounds} rounds of ` +
     `${r.round_ms.toFixed(2)} ms = ${r.round_per_step.toFixed(3)}x a step, acceptance ${(100 * r.acceptance_rate).toFixed(1)}%; ` +
-    `${r.rounds_ahead} recorded before the read of the one before`;
+    `${r.rounds_ahead} recorded before the read of the one before` +
+    (r.prefill_kernels_error ? `\n  prefill's GPU kernels: not timed: ${r.prefill_kernels_error}` : '') +
+    (r.prefill_kernels_ms === undefined ? '' : `\n  prefill's GPU kernels (the profile build, a pass a kernel): ` +
+      `${r.prefill_kernels_ms.toFixed(2)} ms for ${r.profile_prompt_tokens} tokens; ` +
+      r.prefill_kernels_top.map((k) => `${k.name} ${k.ms.toFixed(2)} ms (${k.calls})`).join(', '));
 };
 const texts = rows.map(rowText);
 if (parsed.values.json) {

@@ -16,12 +16,21 @@ import { createGpuImports, slotSetter, SUBMIT_DISPATCHES } from '../web/gpu_brid
 // the runtime's submits (or submitDispatches').
 // bridgeCost: what web/gpu_bridge.mjs itself adds to a dispatch, on a stand-in device whose calls
 // do nothing.
+// prefillProfile: the prefill's GPU kernels, through a profile build (a compute pass a kernel).
 
 const best = (xs) => Math.min(...xs);
 export const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 // A raw prompt (no chat template): a word, repeated.
 const words = (n) => 'The' + ' sea'.repeat(n);
+// A raw prompt of about `promptTokens` tokens: two probes give the tokens a word takes with this
+// runtime's tokenizer. ask(prompt, maxTokens) resolves to a request's usage.
+async function sizedPrompt(ask, promptTokens) {
+  const [a, b] = [(await ask(words(16), 1)).prompt_tokens, (await ask(words(32), 1)).prompt_tokens];
+  if (b <= a) throw new Error(`benchRuntime: the tokenizer gives ${a} and ${b} tokens for 16 and 32 words; no prompt can be sized`);
+  const perWord = (b - a) / 16;
+  return words(Math.max(1, Math.round((promptTokens - (a - 16 * perWord)) / perWord)));
+}
 
 // factoryOptions: what the factory takes (a wasm module of another build, gpuValidation, cache).
 export async function benchRuntime(factory, { target, assistant, tokenizer, promptTokens = 512, decodeTokens = 128,
@@ -34,14 +43,10 @@ export async function benchRuntime(factory, { target, assistant, tokenizer, prom
   const ask = (prompt, maxTokens, mtp) => rt.chat.completions.create({ prompt, max_tokens: maxTokens, temperature: 0, mtp })
     .then((r) => r.usage);
   try {
-    // Warm-up: every kernel of both paths compiled. Two prompts also give the tokens a word
-    // takes with this tokenizer, and so the words of a prompt of `promptTokens` tokens.
+    // Warm-up: every kernel of both paths compiled.
     await ask('Hello', 4, false);
     await ask('Hello', 4, true);
-    const [a, b] = [(await ask(words(16), 1, false)).prompt_tokens, (await ask(words(32), 1, false)).prompt_tokens];
-    if (b <= a) throw new Error(`benchRuntime: the tokenizer gives ${a} and ${b} tokens for 16 and 32 words; no prompt can be sized`);
-    const perWord = (b - a) / 16;
-    const long = words(Math.max(1, Math.round((promptTokens - (a - 16 * perWord)) / perWord)));
+    const long = await sizedPrompt((prompt, maxTokens) => ask(prompt, maxTokens, false), promptTokens);
     await ask(long, 1, false);
     const prefill = [];
     for (let i = 0; i < reps; i++) prefill.push(await ask(long, 1, false));
@@ -78,6 +83,30 @@ export async function benchRuntime(factory, { target, assistant, tokenizer, prom
       round_ms: roundMs,
       round_per_step: roundMs / stepMs,
     };
+  } finally {
+    await rt.unload();
+  }
+}
+
+// One load of the target alone through a profile build's factory (each dispatch in a compute pass
+// of its own, timed), then a prompt of about `promptTokens` tokens asked for one token twice (the
+// first compiles its kernels): the second's GPU kernel time in all and its four costliest kernels.
+// Each kernel's time carries its pass's own cost; the same build in two places compares the
+// kernels themselves, apart from the host's and the GPU process's share of a prefill.
+export async function prefillProfile(factory, { target, tokenizer, promptTokens = 512, factoryOptions = {} } = {}) {
+  const rt = await factory(factoryOptions);
+  await rt.load({ target, ...(tokenizer ? { tokenizer } : {}) });
+  const ask = (prompt, maxTokens) => rt.chat.completions.create({ prompt, max_tokens: maxTokens, temperature: 0 })
+    .then((r) => r.usage);
+  try {
+    const long = await sizedPrompt(ask, promptTokens);
+    await ask(long, 1);
+    const usage = await ask(long, 1);
+    const p = rt.stats().profile;
+    if (!p.supported) throw new Error(`prefillProfile: no GPU timings (${p.reason})`);
+    const top = Object.entries(p.ops).sort(([, x], [, y]) => y.ms - x.ms).slice(0, 4)
+      .map(([name, o]) => ({ name, ms: o.ms, calls: o.calls }));
+    return { profile_prompt_tokens: usage.prompt_tokens, prefill_kernels_ms: p.total_kernel_ms, prefill_kernels_top: top };
   } finally {
     await rt.unload();
   }

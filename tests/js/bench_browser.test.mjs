@@ -16,7 +16,7 @@ const bench = (args) => spawnSync(process.execPath, [script, ...args], { cwd: ro
 
 test('the Node side measures prefill, plain decode and K=2 rounds, once per decodeAhead asked', () => {
   const r = bench([...pair, '--prompt-tokens', '40', '--decode-tokens', '8', '--reps', '1', '--only', 'node',
-                   '--decode-ahead', '0,1', '--json']);
+                   '--decode-ahead', '0,1', '--profile', '--json']);
   assert.equal(r.status, 0, r.stderr);
   const { rows } = JSON.parse(r.stdout.trim().split('\n').pop());
   assert.deepEqual(rows.map((row) => row.where), ['node (Dawn, decodeAhead 0)', 'node (Dawn, decodeAhead 1)']);
@@ -25,6 +25,17 @@ test('the Node side measures prefill, plain decode and K=2 rounds, once per deco
   // Rounds are recorded before the read of the one before only with decodeAhead above 0.
   assert.equal(rows[0].rounds_ahead, 0);
   assert.ok(rows[1].rounds_ahead >= 1 && rows[1].rounds_ahead <= rows[1].rounds - 1, `${rows[1].rounds_ahead}`);
+  // --profile: the prefill's GPU kernels, once a place (the first row), through the plain profile
+  // build: the same prompt, a total that is the sum of at least its four costliest kernels.
+  const [p, q] = rows;
+  assert.equal(p.prefill_kernels_error, undefined);
+  assert.equal(p.profile_prompt_tokens, p.prompt_tokens);
+  assert.equal(p.prefill_kernels_top.length, 4);
+  const top = p.prefill_kernels_top.reduce((ms, k) => ms + k.ms, 0);
+  assert.ok(top > 0 && top <= p.prefill_kernels_ms * (1 + 1e-9), `${top} of ${p.prefill_kernels_ms} ms`);
+  assert.ok(p.prefill_kernels_top.every((k, i, all) => k.calls > 0 && (i === 0 || all[i - 1].ms >= k.ms)));
+  assert.ok(p.prefill_kernels_top.some((k) => k.name.startsWith('matmul')), JSON.stringify(p.prefill_kernels_top));
+  assert.equal(q.prefill_kernels_ms, undefined);
 });
 
 function checkRow(row) {
