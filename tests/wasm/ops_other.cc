@@ -8,6 +8,33 @@
 
 namespace g4::ops {
 
+namespace {
+
+// The router, then the experts it picked, over `ms`: the router's index and weights, and the
+// experts' output. make(values, count, rows, cols, which) makes the router's projection (which 0),
+// the experts' gate and up (1) and their down (2).
+template <typename Make>
+std::vector<float> MoeRouteAndExperts(Side& s, const MoeShape& ms, Make make) {
+  const int rows = ms.rows, hid = ms.hidden, ne = ms.experts, k = ms.top_k, width = ms.expert_width;
+  F32 x = s.Floats(Random(rows * hid, 2.0f)), idx = s.Floats(std::vector<float>(rows * k)),
+      wts = s.Floats(std::vector<float>(rows * k)), out = s.Floats(std::vector<float>(rows * hid));
+  Weight scale = s.MakeWeight(Random(hid), 1, 1, hid, DType::kBF16);
+  Weight proj = make(Random(ne * hid), 1, ne, hid, 0);
+  Weight pes = s.MakeWeight(Random(ne), 1, 1, ne, DType::kF32);
+  Weight gu = make(Random(ne * 2 * width * hid, 0.3f), ne, 2 * width, hid, 1);
+  Weight down = make(Random(ne * hid * width, 0.3f), ne, hid, width, 2);
+  s.be->MoeRoute(idx, wts, s.Floats(std::vector<float>(rows * ne)), s.Floats(std::vector<float>(rows * hid)), x,
+                 scale, proj, pes, ms, 1e-6f);
+  F32 act = s.Floats(std::vector<float>(rows * k * width));
+  s.be->MoeExperts(out, act, x, gu, down, idx, wts, ms);
+  auto r = s.Read(idx, rows * k);
+  Append(r, s.Read(wts, rows * k));
+  Append(r, s.Read(out, rows * hid));
+  return r;
+}
+
+}  // namespace
+
 void RunOther(Backend& gpu, Backend& cpu) {
   Case("norm_rope", gpu, cpu, 1e-10, [&](Side& s) {
     F32 x = s.Floats(Random(3 * 4 * 12, 2.0f));
@@ -233,24 +260,11 @@ void RunOther(Backend& gpu, Backend& cpu) {
     }
     return got;
   });
+  // The router's projection and the experts' gate and up in bf16, their down in f16.
   Case("moe_route_and_experts", gpu, cpu, 1e-10, [&](Side& s) {
-    const int rows = 3, hid = 24, ne = 6, k = 2, width = 7;
-    F32 x = s.Floats(Random(rows * hid, 2.0f)), idx = s.Floats(std::vector<float>(rows * k)),
-        wts = s.Floats(std::vector<float>(rows * k)), out = s.Floats(std::vector<float>(rows * hid));
-    Weight scale = s.MakeWeight(Random(hid), 1, 1, hid, DType::kBF16);
-    Weight proj = s.MakeWeight(Random(ne * hid), 1, ne, hid, DType::kBF16);
-    Weight pes = s.MakeWeight(Random(ne), 1, 1, ne, DType::kF32);
-    Weight gu = s.MakeWeight(Random(ne * 2 * width * hid, 0.3f), ne, 2 * width, hid, DType::kBF16);
-    Weight down = s.MakeWeight(Random(ne * hid * width, 0.3f), ne, hid, width, DType::kF16);
-    const MoeShape ms{rows, hid, ne, k, width};
-    s.be->MoeRoute(idx, wts, s.Floats(std::vector<float>(rows * ne)), s.Floats(std::vector<float>(rows * hid)), x,
-                   scale, proj, pes, ms, 1e-6f);
-    F32 act = s.Floats(std::vector<float>(rows * k * width));
-    s.be->MoeExperts(out, act, x, gu, down, idx, wts, ms);
-    auto r = s.Read(idx, rows * k), w = s.Read(wts, rows * k), o = s.Read(out, rows * hid);
-    r.insert(r.end(), w.begin(), w.end());
-    r.insert(r.end(), o.begin(), o.end());
-    return r;
+    return MoeRouteAndExperts(s, MoeShape{3, 24, 6, 2, 7}, [&](const std::vector<float>& v, int n, int r, int c, int which) {
+      return s.MakeWeight(v, n, r, c, which == 2 ? DType::kF16 : DType::kBF16);
+    });
   });
   // The router alone at the 26B-A4B's 128 experts, top 8, over more rows than matvec.wgsl takes
   // (prefill: the norm, then the tiles).
@@ -291,23 +305,9 @@ void RunOther(Backend& gpu, Backend& cpu) {
   for (DType dt : {DType::kQ8, DType::kQ4}) {
     const std::string q = DTypeName(dt);
     Case("moe_route_and_experts_" + q, gpu, cpu, 1e-10, [&](Side& s) {
-      const int rows = 3, hid = 64, ne = 6, k = 2, width = 32;
-      F32 x = s.Floats(Random(rows * hid, 2.0f)), idx = s.Floats(std::vector<float>(rows * k)),
-          wts = s.Floats(std::vector<float>(rows * k)), out = s.Floats(std::vector<float>(rows * hid));
-      Weight scale = s.MakeWeight(Random(hid), 1, 1, hid, DType::kBF16);
-      Weight proj = s.MakeQuantized(Random(ne * hid), 1, ne, hid, dt);
-      Weight pes = s.MakeWeight(Random(ne), 1, 1, ne, DType::kF32);
-      Weight gu = s.MakeQuantized(Random(ne * 2 * width * hid, 0.3f), ne, 2 * width, hid, dt);
-      Weight down = s.MakeQuantized(Random(ne * hid * width, 0.3f), ne, hid, width, dt);
-      const MoeShape ms{rows, hid, ne, k, width};
-      s.be->MoeRoute(idx, wts, s.Floats(std::vector<float>(rows * ne)), s.Floats(std::vector<float>(rows * hid)), x,
-                     scale, proj, pes, ms, 1e-6f);
-      F32 act = s.Floats(std::vector<float>(rows * k * width));
-      s.be->MoeExperts(out, act, x, gu, down, idx, wts, ms);
-      auto r = s.Read(idx, rows * k), w = s.Read(wts, rows * k), o = s.Read(out, rows * hid);
-      r.insert(r.end(), w.begin(), w.end());
-      r.insert(r.end(), o.begin(), o.end());
-      return r;
+      return MoeRouteAndExperts(s, MoeShape{3, 64, 6, 2, 32}, [&](const std::vector<float>& v, int n, int r, int c, int) {
+        return s.MakeQuantized(v, n, r, c, dt);
+      });
     });
   }
 }
