@@ -50,16 +50,8 @@ void WebGpuBackend::JoinThenNorm(const ResidualAdd& pre, F32 normed, F32 in, con
     return;
   }
   // One pass a row makes the join and the next norm (many rows: prefill).
-  wgsl::RmsNormParams p;
-  p.dst = At(pre.x_out);
-  p.src = At(pre.delta);
-  p.rows = rows;
-  p.dim = dim;
-  p.eps = pre.eps;
-  p.weighted = pre.norm.present();
+  wgsl::RmsNormParams p = JoinParams(pre, rows, dim);
   p.mode = 3;
-  p.scale = pre.scale;
-  p.residual = At(pre.x_in);
   p.normed = At(normed);
   p.eps2 = eps;
   p.weighted2 = norm.present();

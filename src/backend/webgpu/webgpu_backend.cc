@@ -293,7 +293,7 @@ void WebGpuBackend::AddRmsNorm(F32 x, F32 in, const Weight& weight, int rows, in
   Run<wgsl::RmsNorm>({}, p, rows, {&weight});
 }
 
-void WebGpuBackend::AddRmsNormTo(const ResidualAdd& a, int rows, int dim) {
+wgsl::RmsNormParams WebGpuBackend::JoinParams(const ResidualAdd& a, int rows, int dim) {
   wgsl::RmsNormParams p;
   p.dst = At(a.x_out);
   p.src = At(a.delta);
@@ -304,7 +304,11 @@ void WebGpuBackend::AddRmsNormTo(const ResidualAdd& a, int rows, int dim) {
   p.mode = 2;
   p.scale = a.scale;
   p.residual = At(a.x_in);
-  Run<wgsl::RmsNorm>({}, p, rows, {&a.norm});
+  return p;
+}
+
+void WebGpuBackend::AddRmsNormTo(const ResidualAdd& a, int rows, int dim) {
+  Run<wgsl::RmsNorm>({}, JoinParams(a, rows, dim), rows, {&a.norm});
 }
 
 void WebGpuBackend::NormRope(F32 x, int rows, int heads, const Weight& norm, float eps, std::span<const float> inv_freq,

@@ -165,6 +165,9 @@ class WebGpuBackend final : public Backend {
   // before the join).
   static void SetJoin(const JoinWay& way, const ResidualAdd& pre, F32 in, wgsl::MatvecVariant& v,
                       wgsl::MatvecParams& p);
+  // rms_norm.wgsl's parameters for the join `a` of rows x dim (mode 2: x_out = (x_in +
+  // rmsnorm(delta) * norm) * scale).
+  static wgsl::RmsNormParams JoinParams(const ResidualAdd& a, int rows, int dim);
   // A pending join, then the next block's input norm of the joined rows.
   void JoinThenNorm(const ResidualAdd& pre, F32 normed, F32 in, const Weight& norm, float eps, int rows, int dim);
   // Whether matvec.wgsl reads w's rows and the input at `in` 16 bytes at a time.
