@@ -219,12 +219,12 @@ async function inBrowser() {
          configs: configs.map(({ submitDispatches, decodeAhead }) => ({ submitDispatches: submitDispatches ?? 0,
                                                                         decodeAhead: decodeAhead ?? -1 })) });
     const version = context.browser()?.version() ?? '';
-    return results.map(({ config, ...r }) => ({
-      where: `chromium ${version}${configLabel({ submitDispatches: config.submitDispatches || undefined,
-                                                  decodeAhead: config.decodeAhead >= 0 ? config.decodeAhead : undefined })}`.trim(),
-      ...configFields({ submitDispatches: config.submitDispatches || undefined,
-                        decodeAhead: config.decodeAhead >= 0 ? config.decodeAhead : undefined }),
-      ...r }));
+    return results.map(({ config, ...r }) => {
+      // The page's config back in Node's form (0 and -1 stood for the defaults there).
+      const c = { submitDispatches: config.submitDispatches || undefined,
+                  decodeAhead: config.decodeAhead >= 0 ? config.decodeAhead : undefined };
+      return { where: `chromium ${version}${configLabel(c)}`.trim(), ...configFields(c), ...r };
+    });
   } finally {
     await context?.close();
     server.closeAllConnections?.();
