@@ -28,6 +28,16 @@ WebGpuBackend::JoinWay WebGpuBackend::JoinOnTheWay(const ResidualAdd& pre, bool 
   return way;
 }
 
+wgsl::MatvecParams WebGpuBackend::ProductParams(F32 out, int rows, int64_t outs, int64_t ins, float eps) {
+  wgsl::MatvecParams p;
+  p.dst = At(out);
+  p.rows = static_cast<uint32_t>(rows);
+  p.outs = static_cast<uint32_t>(outs);
+  p.ins = static_cast<uint32_t>(ins);
+  p.eps = eps;
+  return p;
+}
+
 void WebGpuBackend::SetJoin(const JoinWay& way, const ResidualAdd& pre, F32 in, wgsl::MatvecVariant& v,
                             wgsl::MatvecParams& p) {
   v.pre = way.pre;
@@ -72,13 +82,8 @@ void WebGpuBackend::MatVec(F32 out, F32 in, const Weight& w, const Weight* norm,
   v.gelu = gelu_mul.buffer != nullptr;
   v.vec = vec;
   v.q8_in = words;
-  wgsl::MatvecParams p;
+  wgsl::MatvecParams p = ProductParams(out, rows, w.rows, w.cols, eps);
   SetJoin(join, pre, in, v, p);
-  p.dst = At(out);
-  p.rows = rows;
-  p.outs = w.rows;
-  p.ins = w.cols;
-  p.eps = eps;
   if (v.gelu) {
     p.mul = At(gelu_mul);
     p.mul_stride = mul_stride;
@@ -171,13 +176,8 @@ void WebGpuBackend::NormMatMul2(F32 out_a, F32 out_b, F32 normed_scratch, F32 in
   v.two = true;
   v.normed = true;
   v.vec = true;
-  wgsl::MatvecParams p;
+  wgsl::MatvecParams p = ProductParams(out_a, rows, outs, wa.cols, eps);
   SetJoin(join, pre, in, v, p);
-  p.dst = At(out_a);
-  p.rows = rows;
-  p.outs = outs;
-  p.ins = wa.cols;
-  p.eps = eps;
   p.first = wa.rows;
   p.dst2 = At(out_b);
   Run<wgsl::Matvec>(v, p, t.groups, {&wa, &wb, &norm, join.fused() ? &pre.norm : nullptr});
@@ -215,13 +215,8 @@ void WebGpuBackend::NormMatMulKvNorms(F32 out, F32 normed_scratch, F32 in, const
   v.normed = true;
   v.vec = true;
   v.kv_norms = true;
-  wgsl::MatvecParams p;
-  p.dst = At(out);
+  wgsl::MatvecParams p = ProductParams(out, rows, w.rows, w.cols, eps);
   p.x = At(in);
-  p.rows = rows;
-  p.outs = w.rows;
-  p.ins = w.cols;
-  p.eps = eps;
   p.kv_groups = k.kv_groups;
   p.kv_k = k.kv_k;
   p.kv_v = k.kv_v;
@@ -264,13 +259,8 @@ void WebGpuBackend::GateUp(F32 out, F32 up_scratch, F32 normed_scratch, F32 in, 
   v.gate_up = true;
   v.normed = true;
   v.vec = vec;
-  wgsl::MatvecParams p;
+  wgsl::MatvecParams p = ProductParams(out, rows, gate.rows, gate.cols, eps);
   SetJoin(join, pre, in, v, p);
-  p.dst = At(out);
-  p.rows = rows;
-  p.outs = gate.rows;
-  p.ins = gate.cols;
-  p.eps = eps;
   Run<wgsl::Matvec>(v, p, (gate.rows + features - 1) / features,
                     {&gate, &up, &norm, join.fused() ? &pre.norm : nullptr});
 }
@@ -295,12 +285,8 @@ void WebGpuBackend::GatherMatVecIds(F32 out, F32 in, const Weight& w, F32 rows, 
   v.feats = 1;
   v.vec = Vec(w, in);
   v.row_ids = true;
-  wgsl::MatvecParams p;
-  p.dst = At(out);
+  wgsl::MatvecParams p = ProductParams(out, 1, count, w.cols, 0.0f);
   p.x = At(in);
-  p.rows = 1;
-  p.outs = count;
-  p.ins = w.cols;
   p.ids = At(rows);
   Run<wgsl::Matvec>(v, p, (count + 7) / 8, {&w});
 }

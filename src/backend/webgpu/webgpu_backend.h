@@ -161,6 +161,9 @@ class WebGpuBackend final : public Backend {
   // join it cannot make is made now.
   JoinWay JoinOnTheWay(const ResidualAdd& pre, bool kernel_can, int rows, int64_t dim, bool gate_up = false,
                        bool on_the_way = true, uint64_t beside_bytes = 0);
+  // matvec.wgsl's parameters every product sets: where `out` is, its rows, features and inputs,
+  // and the input norm's epsilon.
+  static wgsl::MatvecParams ProductParams(F32 out, int rows, int64_t outs, int64_t ins, float eps);
   // The kernel's join variant and parameters for `way`, and its input (`in`, or the residual
   // before the join).
   static void SetJoin(const JoinWay& way, const ResidualAdd& pre, F32 in, wgsl::MatvecVariant& v,
