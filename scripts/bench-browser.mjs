@@ -7,7 +7,8 @@
 //   node scripts/bench-browser.mjs --model DIR --assistant DIR [--tokenizer FILE]
 //        [--prompt-tokens N] [--decode-tokens N] [--reps N] [--only node|browser]
 //        [--chromium PATH] [--gpu] [--chromium-flag FLAG]... [--wasm FILE]... [--gpu-validation on|off]
-//        [--submit-dispatches N[,N...]] [--decode-ahead N[,N...]] [--profile] [--timeout S] [--json]
+//        [--submit-dispatches N[,N...]] [--decode-ahead N[,N...]] [--gpu-fill N[,N...]] [--profile]
+//        [--timeout S] [--json]
 // The prompts are text: --tokenizer where the model's folder has no tokenizer.json (a synthetic
 // model: a tokenizer with at least its vocabulary's ids). Defaults: the demo pair, 512 prompt
 // tokens, 128 decoded, two of each request (the best kept), Debian's Chromium (/usr/bin/chromium)
@@ -24,7 +25,9 @@
 // --submit-dispatches runs each side once per value of the runtime's submitDispatches
 // (docs/API.md): 4096 puts all of a step's dispatches in one compute pass. --decode-ahead runs
 // each side once per value of the load option decodeAhead (0: nothing recorded ahead of a read,
-// no speculative round recorded ahead), for each --submit-dispatches value. --profile also times
+// no speculative round recorded ahead), for each --submit-dispatches value; --gpu-fill once per
+// value of the load option gpuFill (the workgroups that fill the device, which shape the
+// dispatches; 0: measured at load, the default), for each of those. --profile also times
 // the prefill's GPU kernels in each place, once, through the plain profile build (a compute pass
 // a kernel; the target alone): where the two places' kernel times agree and their prefills do not,
 // the difference is the host's and the GPU process's, not the kernels'.
@@ -52,7 +55,7 @@ const fail = (message) => {
 const OPTIONS = { gpu: { type: 'boolean' }, json: { type: 'boolean' }, profile: { type: 'boolean' }, 'chromium-flag': { type: 'string', multiple: true },
                   wasm: { type: 'string', multiple: true } };
 for (const name of ['model', 'assistant', 'tokenizer', 'prompt-tokens', 'decode-tokens', 'reps', 'only', 'chromium',
-                    'gpu-validation', 'submit-dispatches', 'decode-ahead', 'timeout']) OPTIONS[name] = { type: 'string' };
+                    'gpu-validation', 'submit-dispatches', 'decode-ahead', 'gpu-fill', 'timeout']) OPTIONS[name] = { type: 'string' };
 let parsed;
 try {
   parsed = parseArgs({ options: OPTIONS, strict: true, allowPositionals: false, tokens: true });
@@ -92,8 +95,13 @@ const aheads = opt('decode-ahead') === undefined ? [undefined] : opt('decode-ahe
   if (!/^\d+$/.test(v) || Number(v) > 16) fail(`--decode-ahead takes whole numbers from 0 to 16, not '${v}'`);
   return Number(v);
 });
-// Each side's runs: every submit size with every decodeAhead.
-const configs = submits.flatMap((submitDispatches) => aheads.map((decodeAhead) => ({ submitDispatches, decodeAhead })));
+const fills = opt('gpu-fill') === undefined ? [undefined] : opt('gpu-fill').split(',').map((v) => {
+  if (!/^\d+$/.test(v) || Number(v) > 65536) fail(`--gpu-fill takes whole numbers from 0 to 65536, not '${v}'`);
+  return Number(v) || undefined;
+});
+// Each side's runs: every submit size with every decodeAhead and every fill.
+const configs = submits.flatMap((submitDispatches) => aheads.flatMap((decodeAhead) =>
+  fills.map((gpuFill) => ({ submitDispatches, decodeAhead, gpuFill }))));
 const only = opt('only');
 if (only !== undefined && only !== 'node' && only !== 'browser') fail(`--only takes node or browser, not '${only}'`);
 const executablePath = opt('chromium', '/usr/bin/chromium');
@@ -136,12 +144,14 @@ function fileRoutes(prefix, dir) {
   return routes;
 }
 
-const configLabel = ({ submitDispatches, decodeAhead }) =>
-  `${submitDispatches ? `, ${submitDispatches} a submit` : ''}${decodeAhead !== undefined ? `, decodeAhead ${decodeAhead}` : ''}`;
+const configLabel = ({ submitDispatches, decodeAhead, gpuFill }) =>
+  `${submitDispatches ? `, ${submitDispatches} a submit` : ''}${decodeAhead !== undefined ? `, decodeAhead ${decodeAhead}` : ''}` +
+  `${gpuFill ? `, gpuFill ${gpuFill}` : ''}`;
 // A row's options as fields (null: the runtime's default), beside its label.
-const configFields = ({ submitDispatches, decodeAhead }) =>
-  ({ submit_dispatches: submitDispatches ?? null, decode_ahead: decodeAhead ?? null });
-const loadOptionsOf = ({ decodeAhead }) => (decodeAhead !== undefined ? { decodeAhead } : {});
+const configFields = ({ submitDispatches, decodeAhead, gpuFill }) =>
+  ({ submit_dispatches: submitDispatches ?? null, decode_ahead: decodeAhead ?? null, gpu_fill_option: gpuFill ?? null });
+const loadOptionsOf = ({ decodeAhead, gpuFill }) =>
+  ({ ...(decodeAhead !== undefined ? { decodeAhead } : {}), ...(gpuFill ? { gpuFill } : {}) });
 
 // A build's factory, from its module's exports.
 const factoryOf = (mod) => Object.values(mod).find((f) => typeof f === 'function');
@@ -161,7 +171,7 @@ async function inNode(wasm, config, first) {
   // The profile build's own module (a --wasm build is of the mtp runtime), once for Node.
   const kernels = profiled && first
     ? await prefillProfile(factoryOf(await import(pathToFileURL(join(dist, `${profiled.file}.mjs`)).href)),
-                           { target: model, tokenizer, promptTokens: measure.promptTokens,
+                           { target: model, tokenizer, promptTokens: measure.promptTokens, loadOptions: loadOptionsOf(config),
                              factoryOptions: validation === 'off' ? { gpuValidation: false } : {} })
       .catch((e) => ({ prefill_kernels_error: e.message }))
     : {};
@@ -202,27 +212,29 @@ async function inBrowser() {
       const dispatch = { ...await dispatchCost(navigator.gpu), ...bridgeCost() };
       if (gpu && dispatch.software) throw new Error(`Chromium gave a software adapter (${dispatch.adapter}), not a GPU`);
       const out = [];
-      for (const { submitDispatches, decodeAhead } of configs) {
+      for (const { submitDispatches, decodeAhead, gpuFill } of configs) {
+        const loadOptions = { ...(decodeAhead >= 0 ? { decodeAhead } : {}), ...(gpuFill > 0 ? { gpuFill } : {}) };
         const runtime = await benchRuntime(factory, { target: `${base}/bench/target/`, assistant: `${base}/bench/assistant/`,
                                                        tokenizer: tokenizer && `${base}/bench/tokenizer/${tokenizer}`, ...measure,
                                                        factoryOptions: submitDispatches ? { submitDispatches } : {},
-                                                       loadOptions: decodeAhead >= 0 ? { decodeAhead } : {} });
-        out.push({ config: { submitDispatches, decodeAhead }, isolated: self.crossOriginIsolated, ...dispatch, ...runtime });
+                                                       loadOptions });
+        out.push({ config: { submitDispatches, decodeAhead, gpuFill }, loadOptions, isolated: self.crossOriginIsolated, ...dispatch, ...runtime });
       }
       if (profiled) {
         Object.assign(out[0], await prefillProfile(factoryOf(await import(`${base}/dist/${profiled}.mjs`)), {
           target: `${base}/bench/target/`, tokenizer: tokenizer && `${base}/bench/tokenizer/${tokenizer}`,
-          promptTokens: measure.promptTokens }).catch((e) => ({ prefill_kernels_error: e.message })));
+          promptTokens: measure.promptTokens, loadOptions: out[0].loadOptions }).catch((e) => ({ prefill_kernels_error: e.message })));
       }
       return out;
     }, { base, build: mtp.file, profiled: profiled?.file, tokenizer: tokenizer && basename(tokenizer), measure, gpu,
-         configs: configs.map(({ submitDispatches, decodeAhead }) => ({ submitDispatches: submitDispatches ?? 0,
-                                                                        decodeAhead: decodeAhead ?? -1 })) });
+         configs: configs.map(({ submitDispatches, decodeAhead, gpuFill }) => ({ submitDispatches: submitDispatches ?? 0,
+                                                                                 decodeAhead: decodeAhead ?? -1,
+                                                                                 gpuFill: gpuFill ?? 0 })) });
     const version = context.browser()?.version() ?? '';
-    return results.map(({ config, ...r }) => {
+    return results.map(({ config, loadOptions, ...r }) => {
       // The page's config back in Node's form (0 and -1 stood for the defaults there).
       const c = { submitDispatches: config.submitDispatches || undefined,
-                  decodeAhead: config.decodeAhead >= 0 ? config.decodeAhead : undefined };
+                  decodeAhead: config.decodeAhead >= 0 ? config.decodeAhead : undefined, gpuFill: config.gpuFill || undefined };
       return { where: `chromium ${version}${configLabel(c)}`.trim(), ...configFields(c), ...r };
     });
   } finally {
@@ -265,6 +277,8 @@ const rowText = (r) => {
     `  the bridge's hand-over of a decode step's shape, in submits of ${r.bridge_submit_dispatches}: ` +
     `${r.bridge_device_us_per_dispatch.toFixed(2)} us a dispatch (median); its own work on a stand-in device ` +
     `${r.bridge_us_per_dispatch.toFixed(2)} us (best), ${r.device_calls_per_dispatch} device calls a dispatch\n` +
+    `  limits: storage binding ${r.binding_bytes} bytes, workgroup memory ${r.workgroup_bytes} bytes; the runtime's ` +
+    `fill ${r.gpu_fill} workgroups, arena ${r.arena_bytes} bytes\n` +
     `  load ${r.load_s.toFixed(1)} s; prefill ${r.prefill_tokens_per_s.toFixed(0)} tok/s (${r.prompt_tokens} tokens); ` +
     `decode ${r.decode_tokens_per_s.toFixed(1)} tok/s (step ${r.step_ms.toFixed(2)} ms)\n` +
     `  with the assistant (K=${r.draft_tokens}): ${r.mtp_tokens_per_s.toFixed(1)} tok/s, ${r.rounds} rounds of ` +

@@ -68,8 +68,11 @@ export async function benchRuntime(factory, { target, assistant, tokenizer, prom
     // A round's cost: decode time over rounds (the last rounds may draft fewer than K).
     const fastest = drafted.reduce((a, u) => (u.decode_tokens_per_s > a.decode_tokens_per_s ? u : a));
     const roundMs = decodeMs(fastest) / fastest.speculative.rounds;
+    const { gpu_fill: fill, memory } = rt.stats().model;
     return {
       load_s: loadMs / 1000,
+      gpu_fill: fill,
+      arena_bytes: memory.arena,
       prompt_tokens: prefill[0].prompt_tokens,
       prefill_tokens_per_s: Math.max(...prefill.map((u) => u.prefill_tokens_per_s)),
       decode_tokens: plain[0].completion_tokens,
@@ -93,9 +96,10 @@ export async function benchRuntime(factory, { target, assistant, tokenizer, prom
 // first compiles its kernels): the second's GPU kernel time in all and its four costliest kernels.
 // Each kernel's time carries its pass's own cost; the same build in two places compares the
 // kernels themselves, apart from the host's and the GPU process's share of a prefill.
-export async function prefillProfile(factory, { target, tokenizer, promptTokens = 512, factoryOptions = {} } = {}) {
+export async function prefillProfile(factory, { target, tokenizer, promptTokens = 512, factoryOptions = {},
+                                                loadOptions = {} } = {}) {
   const rt = await factory(factoryOptions);
-  await rt.load({ target, ...(tokenizer ? { tokenizer } : {}) });
+  await rt.load({ target, ...(tokenizer ? { tokenizer } : {}), ...loadOptions });
   const ask = (prompt, maxTokens) => rt.chat.completions.create({ prompt, max_tokens: maxTokens, temperature: 0 })
     .then((r) => r.usage);
   try {
@@ -166,6 +170,9 @@ export async function dispatchCost(gpu, { dispatches = 2048, reps = 5, trips = 5
       adapter: name,
       software: !!info.isFallbackAdapter || /swiftshader|llvmpipe|lavapipe/i.test(name),
       features: [...adapter.features].filter((f) => ['shader-f16', 'subgroups', 'timestamp-query'].includes(f)).sort(),
+      // What the runtime's dispatch shapes depend on: it asks for these adapter limits.
+      binding_bytes: adapter.limits.maxStorageBufferBindingSize,
+      workgroup_bytes: adapter.limits.maxComputeWorkgroupStorageSize,
       encode_us_per_dispatch: best(encodeUs),
       pass_us_per_dispatch: best(totalUs),
       round_trip_us: tripUs,
