@@ -71,18 +71,34 @@ TEST(DispatchPolicy, TeamsDoubleWhileTheDispatchIsSmallAndRowsLong) {
     Tuning t;
     t.teams = 64u << (rng() % 8);
     const int64_t features = 1 + rng() % 20000, cols = 8 * (1 + rng() % 4000);
-    const TeamSplit s = TeamsPerFeature(t, features, cols);
+    const int64_t least = rng() % 2 ? 64 : 16;
+    const TeamSplit s = TeamsPerFeature(t, features, cols, least);
     ASSERT_TRUE(s.teams == 1 || s.teams == 2 || s.teams == 4 || s.teams == 8);
     EXPECT_EQ(s.groups, static_cast<uint64_t>((features * s.teams + 7) / 8));  // eight teams a workgroup
     const int64_t octs = cols / 8;
     if (s.teams > 1) {  // each doubling was wanted: too few teams, rows long enough
       EXPECT_LT(static_cast<uint64_t>(features * (s.teams / 2)), t.teams);
-      EXPECT_GE(octs / s.teams, 64);
+      EXPECT_GE(octs / s.teams, least);
     }
     if (s.teams < 8) {  // and the next one is not
-      EXPECT_TRUE(static_cast<uint64_t>(features * s.teams) >= t.teams || octs / (2 * s.teams) < 64);
+      EXPECT_TRUE(static_cast<uint64_t>(features * s.teams) >= t.teams || octs / (2 * s.teams) < least);
     }
   }
+}
+
+TEST(DispatchPolicy, OneRowOf16BitWeightsTakesMoreTeamsOnShortRows) {
+  EXPECT_EQ(LeastTeamOcts(1, true), 16);
+  EXPECT_EQ(LeastTeamOcts(1, false), 64);
+  EXPECT_EQ(LeastTeamOcts(3, true), 64);
+  Tuning t;  // 4,096 teams at least
+  // E2B's keys and values (512 features of 1,536 inputs, 192 octs): 8 teams for one 16-bit row,
+  // 2 otherwise.
+  EXPECT_EQ(TeamsPerFeature(t, 512, 1536, LeastTeamOcts(1, true)).teams, 8u);
+  EXPECT_EQ(TeamsPerFeature(t, 512, 1536, LeastTeamOcts(3, true)).teams, 2u);
+  EXPECT_EQ(TeamsPerFeature(t, 512, 1536, LeastTeamOcts(1, false)).teams, 2u);
+  // The per-layer projection (1,536 features of 256 inputs): 2 teams against 1.
+  EXPECT_EQ(TeamsPerFeature(t, 1536, 256, LeastTeamOcts(1, true)).teams, 2u);
+  EXPECT_EQ(TeamsPerFeature(t, 1536, 256, LeastTeamOcts(2, true)).teams, 1u);
 }
 
 TEST(DispatchPolicy, AttentionSplitsFillTheDeviceWithinTheirLimits) {

@@ -39,10 +39,10 @@ JoinPlace JoinPlaceFor(const Tuning& t, int rows, int64_t ins, bool gate_up) {
   return !gate_up && fits ? JoinPlace::kStaged : JoinPlace::kApart;
 }
 
-TeamSplit TeamsPerFeature(const Tuning& t, int64_t features, int64_t cols) {
+TeamSplit TeamsPerFeature(const Tuning& t, int64_t features, int64_t cols, int64_t least_octs) {
   const int64_t octs = cols / 8;
   int log2_teams = 0;
-  while (log2_teams < 3 && static_cast<uint64_t>(features << log2_teams) < t.teams && (octs >> (log2_teams + 1)) >= 64) {
+  while (log2_teams < 3 && static_cast<uint64_t>(features << log2_teams) < t.teams && (octs >> (log2_teams + 1)) >= least_octs) {
     ++log2_teams;
   }
   return {static_cast<uint64_t>(((features << log2_teams) + 7) / 8), 1u << log2_teams};

@@ -64,12 +64,19 @@ enum class JoinPlace { kApart, kOnTheWay, kStaged };
 JoinPlace JoinPlaceFor(const Tuning& t, int rows, int64_t ins, bool gate_up);
 
 // Teams of 32 threads an output feature for a matrix-vector product: doubled (up to 8) while the
-// dispatch has fewer than tuning.teams teams and each team keeps at least 64 octs of its row.
+// dispatch has fewer than tuning.teams teams and each team keeps at least `least_octs` octs of its
+// row (LeastTeamOcts).
 struct TeamSplit {
   uint64_t groups;  // workgroups of eight teams
   uint32_t teams;   // teams a feature
 };
-TeamSplit TeamsPerFeature(const Tuning& t, int64_t features, int64_t cols);
+TeamSplit TeamsPerFeature(const Tuning& t, int64_t features, int64_t cols, int64_t least_octs = 64);
+
+// The octs of its row a team keeps at least: 64, and 16 for one row of 16-bit weights, whose short
+// rows (the keys and values, the per-layer gate and projection) then take more teams. Over several
+// rows more teams a feature cost the rows' sums more than the shorter runs save
+// (docs/PERFORMANCE.md); q4's products keep 64 (not measured otherwise).
+inline int64_t LeastTeamOcts(int rows, bool sixteen_bit) { return rows == 1 && sixteen_bit ? 16 : 64; }
 
 // Splits of the positions each (row, head) of attention sees, for `pairs` (row, head) pairs over
 // `positions`: enough for about tuning.fill workgroups in all, each at most a tile of 64

@@ -92,7 +92,8 @@ void WebGpuBackend::MatVec(F32 out, F32 in, const Weight& w, const Weight* norm,
   // 8-bit words: two features a team, each input word serving both.
   const bool paired = Is16Bit(w.dtype) || w.dtype == DType::kQ4;
   v.feats = vec && (rows > 1 || words) && !fused && paired && w.rows >= tuning_.rows_features ? 2 : 1;
-  const TeamSplit t = vec ? TeamsPerFeature(tuning_, (w.rows + v.feats - 1) / v.feats, w.cols)
+  const TeamSplit t = vec ? TeamsPerFeature(tuning_, (w.rows + v.feats - 1) / v.feats, w.cols,
+                                          LeastTeamOcts(rows, Is16Bit(w.dtype)))
                           : TeamSplit{static_cast<uint64_t>(w.rows + 7) / 8, 1};
   v.teams = t.teams;
   Run<wgsl::Matvec>(v, p, t.groups, {&w, nullptr, norm, fused ? &pre.norm : nullptr});
@@ -168,7 +169,7 @@ void WebGpuBackend::NormMatMul2(F32 out_a, F32 out_b, F32 normed_scratch, F32 in
   }
   const JoinWay join = JoinOnTheWay(pre, true, rows, wa.cols);
   const int64_t outs = wa.rows + wb.rows;
-  const TeamSplit t = TeamsPerFeature(tuning_, outs, wa.cols);
+  const TeamSplit t = TeamsPerFeature(tuning_, outs, wa.cols, LeastTeamOcts(rows, Is16Bit(wa.dtype)));
   wgsl::MatvecVariant v;
   v.rows = RowsVariant(rows);
   v.teams = t.teams;
@@ -207,7 +208,7 @@ void WebGpuBackend::NormMatMulKvNorms(F32 out, F32 normed_scratch, F32 in, const
   }
   // Up to 8 rows: the norms by workgroups of their own in the product's dispatch, ahead of the
   // product's.
-  const TeamSplit t = TeamsPerFeature(tuning_, w.rows, w.cols);
+  const TeamSplit t = TeamsPerFeature(tuning_, w.rows, w.cols, LeastTeamOcts(rows, Is16Bit(w.dtype)));
   wgsl::MatvecVariant v;
   v.rows = RowsVariant(rows);
   v.teams = t.teams;
