@@ -121,7 +121,8 @@ TEST(DispatchPolicy, AttentionSplitsFillTheDeviceWithinTheirLimits) {
 struct TiledCase {
   Tuning t;
   uint64_t rows, outs, cols;
-  bool vec, splittable;
+  bool vec;
+  uint64_t max_parts;
 };
 TiledCase RandomTiledCase(std::mt19937& rng) {
   TiledCase c;
@@ -130,15 +131,15 @@ TiledCase RandomTiledCase(std::mt19937& rng) {
   c.outs = 1 + rng() % 20000;
   c.cols = 1 + rng() % 20000;
   c.vec = rng() % 2;
-  c.splittable = rng() % 2;
+  c.max_parts = rng() % 3 == 0 ? 1 : 1 + rng() % 64;
   return c;
 }
 
 TEST(DispatchPolicy, TiledProductsCoverEveryColumnOnce) {
   std::mt19937 rng(7);
   for (int i = 0; i < 5000; ++i) {
-    const auto [t, rows, outs, cols, vec, splittable] = RandomTiledCase(rng);
-    const MatmulShape s = MatmulTiles(t, rows, outs, cols, vec, splittable);
+    const auto [t, rows, outs, cols, vec, max_parts] = RandomTiledCase(rng);
+    const MatmulShape s = MatmulTiles(t, rows, outs, cols, vec, max_parts);
     ASSERT_LE(s.tile, 3u);
     ASSERT_GE(s.parts, 1u);
     if (!vec) {
@@ -147,7 +148,8 @@ TEST(DispatchPolicy, TiledProductsCoverEveryColumnOnce) {
     if (s.parts == 1) {
       EXPECT_EQ(s.kc, cols);
     } else {
-      EXPECT_TRUE(vec && splittable);
+      EXPECT_TRUE(vec);
+      EXPECT_LE(s.parts, max_parts);                         // the scratch holds them
       EXPECT_EQ(s.kc % 32, 0u);                              // whole stages of columns
       EXPECT_GE(s.kc, 128u);                                 // a few stages a part
       EXPECT_LE(s.groups, t.fill);                           // parts that fit the device
@@ -160,18 +162,30 @@ TEST(DispatchPolicy, TiledProductsCoverEveryColumnOnce) {
   }
 }
 
+// Where the scratch holds fewer parts than would fill the device, the product takes as many as it
+// holds, not none: E2B's query projection of a 512-token prefill on 264 workgroups.
+TEST(DispatchPolicy, TiledProductsSplitAsFarAsTheScratchHolds) {
+  Tuning t;
+  t.fill = 264;
+  EXPECT_EQ(MatmulTiles(t, 512, 2048, 1536, true, 64).parts, 4u);
+  EXPECT_EQ(MatmulTiles(t, 512, 2048, 1536, true, 3).parts, 3u);
+  EXPECT_EQ(MatmulTiles(t, 512, 2048, 1536, true, 2).parts, 2u);
+  EXPECT_EQ(MatmulTiles(t, 512, 2048, 1536, true, 1).parts, 1u);
+  EXPECT_EQ(MatmulTiles(t, 512, 2048, 1536, true, 0).parts, 1u);
+}
+
 // A stage of matmul.wgsl's workgroup memory is 16 KiB for the 64 x 64 and 128 x 128 tiles and
 // 12 KiB for 128 x 64 and 64 x 32: two stages only where the device has room for both.
 TEST(DispatchPolicy, TiledProductsTakeTwoStagesOnlyWhereTheyFit) {
   std::mt19937 rng(11);
   for (int i = 0; i < 2000; ++i) {
-    auto [t, rows, outs, cols, vec, splittable] = RandomTiledCase(rng);
+    auto [t, rows, outs, cols, vec, max_parts] = RandomTiledCase(rng);
     t.workgroup_bytes = 16384;  // the WebGPU default: one stage always
-    EXPECT_FALSE(MatmulTiles(t, rows, outs, cols, vec, splittable).two_stages);
+    EXPECT_FALSE(MatmulTiles(t, rows, outs, cols, vec, max_parts).two_stages);
     t.workgroup_bytes = 32768;
-    EXPECT_TRUE(MatmulTiles(t, rows, outs, cols, vec, splittable).two_stages);
+    EXPECT_TRUE(MatmulTiles(t, rows, outs, cols, vec, max_parts).two_stages);
     t.workgroup_bytes = 24576;
-    const MatmulShape s = MatmulTiles(t, rows, outs, cols, vec, splittable);
+    const MatmulShape s = MatmulTiles(t, rows, outs, cols, vec, max_parts);
     EXPECT_EQ(s.two_stages, s.tile == 1 || s.tile == 3) << "tile " << s.tile;
   }
 }

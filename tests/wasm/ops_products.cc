@@ -156,6 +156,22 @@ void RunProducts(Backend& gpu, Backend& cpu) {
                                      {DType::kBF16, 9, 40, 37}}) {
     MatMul(gpu, cpu, "matmul_tiled_", dt, rows, outs, ins);
   }
+  // Long rows on one tile where the arena's largest free range holds 3 to 5 of the 26 parts' results
+  // (the rest taken by buffers of three parts each, the last given back): as many parts as fit.
+  Case("matmul_tiled_short_arena_" + Shape(DType::kBF16, 70, 36, 4104), gpu, cpu, 1e-10, [&](Side& s) {
+    Weight w = s.Matrix(36, 4104, DType::kBF16);
+    F32 x = s.Floats(Random(70 * 4104)), y = s.Floats(std::vector<float>(70 * 36));
+    std::vector<std::unique_ptr<Buffer>> filler;
+    const size_t chunk = 3 * 70 * 36 * sizeof(float);
+    while (s.be->gpu_fill() > 0) {  // the CPU backend has no arena
+      auto b = s.be->Allocate(chunk);
+      if (!b.ok()) break;
+      filler.push_back(std::move(b).value());
+    }
+    if (!filler.empty()) filler.pop_back();
+    s.be->MatMul(y, x, w, 70);
+    return s.Read(y, 70 * 36);
+  });
   // A few rows over very many features (verification's LM head): two features a team, an odd
   // count among them; plain, normed and through gelu.
   for (auto [dt, rows, outs, ins] : {std::tuple{DType::kBF16, 3, 65537, 40}, {DType::kF16, 2, 65536, 64},

@@ -33,6 +33,12 @@ std::optional<uint64_t> Arena::Take(uint64_t bytes) {
   return std::nullopt;
 }
 
+uint64_t Arena::LargestFree() const {
+  uint64_t most = 0;
+  for (const auto& f : free_) most = std::max(most, f.second);
+  return most;
+}
+
 void Arena::Release(uint64_t offset, uint64_t bytes) {
   free_.push_back({offset, Rounded(bytes)});
   std::sort(free_.begin(), free_.end());

@@ -37,6 +37,8 @@ class Arena {
   // The offset of Rounded(bytes) taken from the first free range that holds them, if any.
   std::optional<uint64_t> Take(uint64_t bytes);
   void Release(uint64_t offset, uint64_t bytes);
+  // The bytes of the largest free range: what one Take can have at most.
+  uint64_t LargestFree() const;
 
  private:
   uint32_t id_ = 0;

@@ -54,14 +54,15 @@ uint64_t AttentionSplits(const Tuning& t, uint64_t pairs, uint64_t positions, ui
   return std::max<uint64_t>(1, std::min<uint64_t>(splits, scratch_floats / (pairs * (head_dim + 2))));
 }
 
-MatmulShape MatmulTiles(const Tuning& t, uint64_t rows, uint64_t outs, uint64_t cols, bool vec, bool splittable) {
+MatmulShape MatmulTiles(const Tuning& t, uint64_t rows, uint64_t outs, uint64_t cols, bool vec, uint64_t max_parts) {
   auto two_stages = [&](uint32_t tile) { return 2 * StageBytes(tile) <= t.workgroup_bytes; };
   if (!vec) return {0, TileCount(0, rows, outs), 1, cols, two_stages(0)};
   // A product with at most half of t.fill of the largest tiles splits its columns into as many
-  // parts as still fit in t.fill workgroups, of at least kSplitColumns columns each: the largest
-  // tile uses each staged word the most times, which pays for split_sum's pass over the parts.
+  // parts as still fit in t.fill workgroups, of at least kSplitColumns columns each, and in the
+  // scratch (max_parts): the largest tile uses each staged word the most times, which pays for
+  // split_sum's pass over the parts.
   const uint32_t big = kBySize[3];
-  uint64_t parts = splittable ? std::min<uint64_t>(t.fill / TileCount(big, rows, outs), cols / kSplitColumns) : 1;
+  uint64_t parts = std::min<uint64_t>({t.fill / TileCount(big, rows, outs), cols / kSplitColumns, max_parts});
   if (parts > 1) {
     const uint64_t kc = ((cols + parts - 1) / parts + 31) / 32 * 32;  // whole stages of columns
     parts = (cols + kc - 1) / kc;

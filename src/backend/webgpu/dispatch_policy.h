@@ -93,7 +93,8 @@ struct MatmulShape {
   bool two_stages;  // matmul.wgsl's TWO_STAGES: two stages fit the device's workgroup memory
 };
 // vec: the kernel reads 16 bytes at a time (VEC); split columns need it, output rows of whole
-// vec4s, and scratch for the parts.
-MatmulShape MatmulTiles(const Tuning& t, uint64_t rows, uint64_t outs, uint64_t cols, bool vec, bool splittable);
+// vec4s, and scratch for the parts: max_parts is how many parts' results the scratch holds (1: no
+// split).
+MatmulShape MatmulTiles(const Tuning& t, uint64_t rows, uint64_t outs, uint64_t cols, bool vec, uint64_t max_parts);
 
 }  // namespace g4::webgpu
