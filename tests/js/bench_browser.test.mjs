@@ -16,12 +16,17 @@ const bench = (args) => spawnSync(process.execPath, [script, ...args], { cwd: ro
 
 test('the Node side measures prefill, plain decode and K=2 rounds, once per decodeAhead asked', () => {
   const r = bench([...pair, '--prompt-tokens', '40', '--decode-tokens', '8', '--reps', '1', '--only', 'node',
-                   '--decode-ahead', '0,1', '--profile', '--json']);
+                   '--decode-ahead', '0,1', '--gpu-fill', '48', '--profile', '--json']);
   assert.equal(r.status, 0, r.stderr);
   const { rows } = JSON.parse(r.stdout.trim().split('\n').pop());
-  assert.deepEqual(rows.map((row) => row.where), ['node (Dawn, decodeAhead 0)', 'node (Dawn, decodeAhead 1)']);
-  assert.deepEqual(rows.map((row) => [row.decode_ahead, row.submit_dispatches]), [[0, null], [1, null]]);
-  for (const row of rows) checkRow(row);
+  assert.deepEqual(rows.map((row) => row.where), ['node (Dawn, decodeAhead 0, gpuFill 48)', 'node (Dawn, decodeAhead 1, gpuFill 48)']);
+  assert.deepEqual(rows.map((row) => [row.decode_ahead, row.submit_dispatches, row.gpu_fill_option]), [[0, null, 48], [1, null, 48]]);
+  for (const row of rows) {
+    checkRow(row);
+    // What shapes the dispatches: the fill asked for, the arena the model needs, the limits.
+    assert.equal(row.gpu_fill, 48);
+    assert.ok(row.arena_bytes > 0 && row.binding_bytes > 0 && row.workgroup_bytes >= 16384, JSON.stringify(row));
+  }
   // Rounds are recorded before the read of the one before only with decodeAhead above 0.
   assert.equal(rows[0].rounds_ahead, 0);
   assert.ok(rows[1].rounds_ahead >= 1 && rows[1].rounds_ahead <= rows[1].rounds - 1, `${rows[1].rounds_ahead}`);
@@ -73,6 +78,7 @@ test('bad options are refused, naming the option', () => {
     [['--gpu-validation', 'maybe'], /--gpu-validation takes on or off/],
     [['--submit-dispatches', '128,0'], /--submit-dispatches takes whole numbers from 1 to 4096, not '0'/],
     [['--decode-ahead', '0,17'], /--decode-ahead takes whole numbers from 0 to 16, not '17'/],
+    [['--gpu-fill', '264,x'], /--gpu-fill takes whole numbers from 0 to 65536, not 'x'/],
     [['--wasm', join(root, 'no-such.wasm')], /--wasm .*no-such\.wasm: no such file/],
     [['--model', join(root, 'testdata')], /--model .*testdata: no config\.json there/],
     [['--model', join(root, 'testdata/models/e2b_mini'), '--assistant', join(root, 'testdata/models/e2b_mini/assistant_centroid')],
