@@ -27,7 +27,8 @@
 // each side once per value of the load option decodeAhead (0: nothing recorded ahead of a read,
 // no speculative round recorded ahead), for each --submit-dispatches value; --gpu-fill once per
 // value of the load option gpuFill (the workgroups that fill the device, which shape the
-// dispatches; 0: measured at load, the default), for each of those. --profile also times
+// dispatches; 0: the runtime's default, measured at the adapter's first load and kept for later
+// ones), for each of those. --profile also times
 // the prefill's GPU kernels in each place, once, through the plain profile build (a compute pass
 // a kernel; the target alone): where the two places' kernel times agree and their prefills do not,
 // the difference is the host's and the GPU process's, not the kernels'.

@@ -79,6 +79,7 @@ test('bad options are refused, naming the option', () => {
     [['--submit-dispatches', '128,0'], /--submit-dispatches takes whole numbers from 1 to 4096, not '0'/],
     [['--decode-ahead', '0,17'], /--decode-ahead takes whole numbers from 0 to 16, not '17'/],
     [['--gpu-fill', '264,x'], /--gpu-fill takes whole numbers from 0 to 65536, not 'x'/],
+    [['--gpu-fill', '65537'], /--gpu-fill takes whole numbers from 0 to 65536, not '65537'/],
     [['--wasm', join(root, 'no-such.wasm')], /--wasm .*no-such\.wasm: no such file/],
     [['--model', join(root, 'testdata')], /--model .*testdata: no config\.json there/],
     [['--model', join(root, 'testdata/models/e2b_mini'), '--assistant', join(root, 'testdata/models/e2b_mini/assistant_centroid')],

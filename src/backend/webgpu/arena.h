@@ -37,7 +37,8 @@ class Arena {
   // The offset of Rounded(bytes) taken from the first free range that holds them, if any.
   std::optional<uint64_t> Take(uint64_t bytes);
   void Release(uint64_t offset, uint64_t bytes);
-  // The bytes of the largest free range: what one Take can have at most.
+  // The bytes of the largest free range: what one Take can have at most. Free ranges are whole
+  // kAlign blocks, so Take(bytes) succeeds for any bytes up to it.
   uint64_t LargestFree() const;
 
  private:

@@ -70,7 +70,7 @@ struct TeamSplit {
   uint64_t groups;  // workgroups of eight teams
   uint32_t teams;   // teams a feature
 };
-TeamSplit TeamsPerFeature(const Tuning& t, int64_t features, int64_t cols, int64_t least_octs = 64);
+TeamSplit TeamsPerFeature(const Tuning& t, int64_t features, int64_t cols, int64_t least_octs);
 
 // The octs of its row a team keeps at least: 64, and 16 for one row of 16-bit weights, whose short
 // rows (the keys and values, the per-layer gate and projection) then take more teams. Over several
@@ -93,8 +93,10 @@ struct MatmulShape {
   bool two_stages;  // matmul.wgsl's TWO_STAGES: two stages fit the device's workgroup memory
 };
 // vec: the kernel reads 16 bytes at a time (VEC); split columns need it, output rows of whole
-// vec4s, and scratch for the parts: max_parts is how many parts' results the scratch holds (1: no
-// split).
+// vec4s, and scratch for the parts: max_parts is how many parts' results the scratch holds (0 or 1:
+// no split). Where it holds fewer than would fill the device, the product still takes the largest
+// tile in that many parts (each staged word used the most times), not the smaller tiles of an
+// unsplit product; not measured against them.
 MatmulShape MatmulTiles(const Tuning& t, uint64_t rows, uint64_t outs, uint64_t cols, bool vec, uint64_t max_parts);
 
 }  // namespace g4::webgpu

@@ -102,10 +102,12 @@ void WebGpuBackend::MatVec(F32 out, F32 in, const Weight& w, const Weight* norm,
 void WebGpuBackend::Tiled(F32 out, F32 in, const Weight& w, int rows) {
   const bool vec = Vec(w, in);
   const uint64_t n = static_cast<uint64_t>(rows) * w.rows;
-  // As many parts as the arena's largest free range holds (all that fill the device where it has
-  // the room; fewer, not none, where it is short).
-  const uint64_t fit = w.rows % 4 == 0 && At(out) % 4 == 0 ? arena_.LargestFree() / (n * 4) : 1;
-  const MatmulShape s = MatmulTiles(tuning_, rows, w.rows, w.cols, vec, std::max<uint64_t>(fit, 1));
+  // Parts' results are summed a vec4 at a time: outputs of whole vec4s only. As many parts as the
+  // arena's largest free range holds (all that fill the device where it has the room; fewer, not
+  // none, where it is short).
+  const bool splittable = w.rows % 4 == 0 && At(out) % 4 == 0;
+  const uint64_t fit = splittable ? arena_.LargestFree() / (n * 4) : 1;
+  const MatmulShape s = MatmulTiles(tuning_, rows, w.rows, w.cols, vec, fit);
   std::optional<uint64_t> scratch;
   if (s.parts > 1) {
     scratch = arena_.Take(s.parts * n * 4);
