@@ -151,6 +151,8 @@ const configLabel = ({ submitDispatches, decodeAhead, gpuFill }) =>
 // A row's options as fields (null: the runtime's default), beside its label.
 const configFields = ({ submitDispatches, decodeAhead, gpuFill }) =>
   ({ submit_dispatches: submitDispatches ?? null, decode_ahead: decodeAhead ?? null, gpu_fill_option: gpuFill ?? null });
+// A config's options as the factory and the load take them (absent: the runtime's default).
+const submitOptionsOf = ({ submitDispatches }) => (submitDispatches ? { submitDispatches } : {});
 const loadOptionsOf = ({ decodeAhead, gpuFill }) =>
   ({ ...(decodeAhead !== undefined ? { decodeAhead } : {}), ...(gpuFill ? { gpuFill } : {}) });
 
@@ -158,15 +160,13 @@ const loadOptionsOf = ({ decodeAhead, gpuFill }) =>
 const factoryOf = (mod) => Object.values(mod).find((f) => typeof f === 'function');
 
 async function inNode(wasm, config, first) {
-  const { submitDispatches } = config;
   const webgpu = await import('webgpu');
   Object.assign(globalThis, webgpu.globals);
-  const dispatch = { ...await dispatchCost(dawnInstance(webgpu, { validation: validation === 'on' }),
-                                           submitDispatches ? { submitDispatches } : {}),
+  const dispatch = { ...await dispatchCost(dawnInstance(webgpu, { validation: validation === 'on' }), submitOptionsOf(config)),
                      ...bridgeCost() };
   const factory = factoryOf(await import(pathToFileURL(join(dist, `${mtp.file}.mjs`)).href));
   const factoryOptions = { ...(wasm ? { wasm } : {}), ...(validation === 'off' ? { gpuValidation: false } : {}),
-                           ...(submitDispatches ? { submitDispatches } : {}) };
+                           ...submitOptionsOf(config) };
   const runtime = await benchRuntime(factory, { target: model, assistant, tokenizer, ...measure, factoryOptions,
                                                 loadOptions: loadOptionsOf(config) });
   // The profile build's own module (a --wasm build is of the mtp runtime), once for Node.
@@ -206,38 +206,30 @@ async function inBrowser() {
     page.on('console', (m) => { if (!m.text().includes('404')) console.error(`[page] ${m.text()}`); });
     page.on('pageerror', (e) => console.error(`[page error] ${e.message}`));
     await page.goto(`${base}/bench/`);
-    const results = await page.evaluate(async ({ base, build, profiled, tokenizer, measure, gpu, configs }) => {
+    // Each config's options go in as the factory and the load take them; the rows come back in order.
+    const results = await page.evaluate(async ({ base, build, profiled, tokenizer, measure, gpu, options }) => {
       const { benchRuntime, bridgeCost, dispatchCost, prefillProfile } = await import(`${base}/scripts/bench-runtime.mjs`);
       const factoryOf = (mod) => Object.values(mod).find((f) => typeof f === 'function');
       const factory = factoryOf(await import(`${base}/dist/${build}.mjs`));
       const dispatch = { ...await dispatchCost(navigator.gpu), ...bridgeCost() };
       if (gpu && dispatch.software) throw new Error(`Chromium gave a software adapter (${dispatch.adapter}), not a GPU`);
       const out = [];
-      for (const { submitDispatches, decodeAhead, gpuFill } of configs) {
-        const loadOptions = { ...(decodeAhead >= 0 ? { decodeAhead } : {}), ...(gpuFill > 0 ? { gpuFill } : {}) };
+      for (const { factoryOptions, loadOptions } of options) {
         const runtime = await benchRuntime(factory, { target: `${base}/bench/target/`, assistant: `${base}/bench/assistant/`,
                                                        tokenizer: tokenizer && `${base}/bench/tokenizer/${tokenizer}`, ...measure,
-                                                       factoryOptions: submitDispatches ? { submitDispatches } : {},
-                                                       loadOptions });
-        out.push({ config: { submitDispatches, decodeAhead, gpuFill }, loadOptions, isolated: self.crossOriginIsolated, ...dispatch, ...runtime });
+                                                       factoryOptions, loadOptions });
+        out.push({ isolated: self.crossOriginIsolated, ...dispatch, ...runtime });
       }
       if (profiled) {
         Object.assign(out[0], await prefillProfile(factoryOf(await import(`${base}/dist/${profiled}.mjs`)), {
           target: `${base}/bench/target/`, tokenizer: tokenizer && `${base}/bench/tokenizer/${tokenizer}`,
-          promptTokens: measure.promptTokens, loadOptions: out[0].loadOptions }).catch((e) => ({ prefill_kernels_error: e.message })));
+          promptTokens: measure.promptTokens, loadOptions: options[0].loadOptions }).catch((e) => ({ prefill_kernels_error: e.message })));
       }
       return out;
     }, { base, build: mtp.file, profiled: profiled?.file, tokenizer: tokenizer && basename(tokenizer), measure, gpu,
-         configs: configs.map(({ submitDispatches, decodeAhead, gpuFill }) => ({ submitDispatches: submitDispatches ?? 0,
-                                                                                 decodeAhead: decodeAhead ?? -1,
-                                                                                 gpuFill: gpuFill ?? 0 })) });
+         options: configs.map((c) => ({ factoryOptions: submitOptionsOf(c), loadOptions: loadOptionsOf(c) })) });
     const version = context.browser()?.version() ?? '';
-    return results.map(({ config, loadOptions, ...r }) => {
-      // The page's config back in Node's form (0 and -1 stood for the defaults there).
-      const c = { submitDispatches: config.submitDispatches || undefined,
-                  decodeAhead: config.decodeAhead >= 0 ? config.decodeAhead : undefined, gpuFill: config.gpuFill || undefined };
-      return { where: `chromium ${version}${configLabel(c)}`.trim(), ...configFields(c), ...r };
-    });
+    return results.map((r, i) => ({ where: `chromium ${version}${configLabel(configs[i])}`.trim(), ...configFields(configs[i]), ...r }));
   } finally {
     await context?.close();
     server.closeAllConnections?.();

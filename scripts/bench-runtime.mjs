@@ -27,7 +27,7 @@ const words = (n) => 'The' + ' sea'.repeat(n);
 // runtime's tokenizer. ask(prompt, maxTokens) resolves to a request's usage.
 async function sizedPrompt(ask, promptTokens) {
   const [a, b] = [(await ask(words(16), 1)).prompt_tokens, (await ask(words(32), 1)).prompt_tokens];
-  if (b <= a) throw new Error(`benchRuntime: the tokenizer gives ${a} and ${b} tokens for 16 and 32 words; no prompt can be sized`);
+  if (b <= a) throw new Error(`bench-runtime: the tokenizer gives ${a} and ${b} tokens for 16 and 32 words; no prompt can be sized`);
   const perWord = (b - a) / 16;
   return words(Math.max(1, Math.round((promptTokens - (a - 16 * perWord)) / perWord)));
 }
